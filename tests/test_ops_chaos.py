@@ -165,6 +165,30 @@ async def _answer(port: int, path: str, body: Any) -> tuple[int, str]:
     return int(text.split()[1]), text
 
 
+def _json_body(text: str) -> Any:
+    """The JSON body of an HTTP answer read whole (as ``_answer`` gives it)."""
+    return json.loads(text.split("\r\n\r\n", 1)[1])
+
+
+@contextlib.asynccontextmanager
+async def _handling(service: ModuleType, runner: Runner) -> AsyncIterator[int]:
+    """``examples/streaming_service.py``'s ``Service`` over ``runner``, served on an ephemeral
+    port (given) until the block ends."""
+    server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def _streamed_answer(lines: list[Any]) -> str:
+    """The text of the streamed answer a streaming_service response ends with."""
+    answer = adk.AgentEvent.from_dict(lines[-1]["event"])
+    assert answer.output is not None and answer.output.stream is not None
+    return (await answer.output.stream.collect()).content
+
+
 async def _paused(port: int) -> str:
     """Ask the example service for a payment (session s1): the id of the pause it answers."""
     status, text = await _answer(port, "/sessions/s1/messages", {"message": "pay"})
@@ -255,9 +279,7 @@ async def test_a_streaming_service_answers_a_resume_lacking_run_options_503_not_
     ):
         paused = await runner.invoke("Pay the ACME invoice.", options={"deps": "a client"})
         assert paused.checkpoint_id is not None
-        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
-        http = server.sockets[0].getsockname()[1]
-        try:
+        async with _handling(service, runner) as http:
             resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
             status, error = await service.post(http, "/resume", resume)
             assert status == 503, error
@@ -269,9 +291,6 @@ async def test_a_streaming_service_answers_a_resume_lacking_run_options_503_not_
             gone = {"checkpoint_id": "never-saved", "decision": {"approved": True}}
             status, error = await service.post(http, "/resume", gone)
             assert status == 404, error
-        finally:
-            server.close()
-            await server.wait_closed()
         assert await store.get(paused.checkpoint_id) is not None
 
 
@@ -318,17 +337,14 @@ async def test_a_resume_refused_by_its_first_event_is_answered_503_not_a_200_str
         async with gated:
             paused = await gated.invoke("Pay the ACME invoice.")
         assert paused.checkpoint_id is not None
-        async with Runner(agent, checkpoint_store=store, enable_streaming=True) as runner:
-            server = await asyncio.start_server(streaming.Service(runner).handle, "127.0.0.1", 0)
-            http = server.sockets[0].getsockname()[1]
-            try:
-                resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
-                status, error = await streaming.post(http, "/resume", resume)
-                assert status == 503, error
-                assert "no longer has (removed since the pause?)" in error
-            finally:
-                server.close()
-                await server.wait_closed()
+        async with (
+            Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+            _handling(streaming, runner) as http,
+        ):
+            resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
+            status, error = await streaming.post(http, "/resume", resume)
+            assert status == 503, error
+            assert "no longer has (removed since the pause?)" in error
         assert await store.get(paused.checkpoint_id) is not None
 
 
@@ -345,23 +361,16 @@ async def test_a_streaming_services_unforeseen_failure_is_a_json_500_and_the_dec
     async with (
         SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
         Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+        _handling(service, runner) as http,
     ):
-        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
-        http = server.sockets[0].getsockname()[1]
-        try:
-            lines = await service.post(http, "/chat", {"message": "Pay the ACME invoice."})
-            paused = lines[-1]["event"]["action"]["interrupted"]
-            resume_body = {"checkpoint_id": paused["checkpoint_id"], "decision": {"approved": True}}
-            status, error = await service.post(http, "/resume", resume_body)
-            assert (status, error) == (500, "the run failed: RuntimeError")
-            mend()
-            lines = await service.post(http, "/resume", resume_body)
-            answer = adk.AgentEvent.from_dict(lines[-1]["event"])
-            assert answer.output is not None and answer.output.stream is not None
-            assert (await answer.output.stream.collect()).content == "paid: sent 4200 cents to ACME"
-        finally:
-            server.close()
-            await server.wait_closed()
+        lines = await service.post(http, "/chat", {"message": "Pay the ACME invoice."})
+        paused = lines[-1]["event"]["action"]["interrupted"]
+        resume_body = {"checkpoint_id": paused["checkpoint_id"], "decision": {"approved": True}}
+        status, error = await service.post(http, "/resume", resume_body)
+        assert (status, error) == (500, "the run failed: RuntimeError")
+        mend()
+        lines = await service.post(http, "/resume", resume_body)
+        assert await _streamed_answer(lines) == "paid: sent 4200 cents to ACME"
 
 
 async def test_a_streaming_service_tells_a_max_turns_refusal_from_an_unreadable_checkpoint(
@@ -378,33 +387,26 @@ async def test_a_streaming_service_tells_a_max_turns_refusal_from_an_unreadable_
     async with (
         SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
         Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+        _handling(service, runner) as http,
     ):
-        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
-        http = server.sockets[0].getsockname()[1]
-        try:
-            lines = await service.post(http, "/chat", {"message": "Pay ACME.", "max_turns": 1})
-            paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
-            resume = {"checkpoint_id": paused, "decision": {"approved": True}}
-            status, text = await _answer(http, "/resume", resume)
-            body = json.loads(text.split("\r\n\r\n", 1)[1])
-            assert status == 422 and "resume with a higher max_turns" in body["error"], text
-            assert (body["max_turns"], body["kept"], body["resumable"]) == (1, True, True), body
-            lines = await service.post(http, "/resume", resume | {"max_turns": 2})
-            answer = adk.AgentEvent.from_dict(lines[-1]["event"])
-            assert answer.output is not None and answer.output.stream is not None
-            assert (await answer.output.stream.collect()).content == "paid: sent 4200 cents to ACME"
+        lines = await service.post(http, "/chat", {"message": "Pay ACME.", "max_turns": 1})
+        paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
+        resume = {"checkpoint_id": paused, "decision": {"approved": True}}
+        status, text = await _answer(http, "/resume", resume)
+        body = _json_body(text)
+        assert status == 422 and "resume with a higher max_turns" in body["error"], text
+        assert (body["max_turns"], body["kept"], body["resumable"]) == (1, True, True), body
+        lines = await service.post(http, "/resume", resume | {"max_turns": 2})
+        assert await _streamed_answer(lines) == "paid: sent 4200 cents to ACME"
 
-            lines = await service.post(http, "/chat", {"message": "Pay ACME."})
-            paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
-            await store.put(paused, b"\x00 not a checkpoint")
-            resume = {"checkpoint_id": paused, "decision": {"approved": True}}
-            status, text = await _answer(http, "/resume", resume)
-            body = json.loads(text.split("\r\n\r\n", 1)[1])
-            assert status == 410 and "is not a pyadk checkpoint" in body["error"], text
-            assert (body["kept"], body["resumable"]) == (True, False), body
-        finally:
-            server.close()
-            await server.wait_closed()
+        lines = await service.post(http, "/chat", {"message": "Pay ACME."})
+        paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
+        await store.put(paused, b"\x00 not a checkpoint")
+        resume = {"checkpoint_id": paused, "decision": {"approved": True}}
+        status, text = await _answer(http, "/resume", resume)
+        body = _json_body(text)
+        assert status == 410 and "is not a pyadk checkpoint" in body["error"], text
+        assert (body["kept"], body["resumable"]) == (True, False), body
 
 
 async def test_a_streaming_service_keeps_a_checkpoint_of_another_pyadk_release_resumable(
@@ -420,31 +422,24 @@ async def test_a_streaming_service_keeps_a_checkpoint_of_another_pyadk_release_r
     async with (
         SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
         Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+        _handling(service, runner) as http,
     ):
-        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
-        http = server.sockets[0].getsockname()[1]
-        try:
-            lines = await service.post(http, "/chat", {"message": "Pay ACME."})
-            paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
-            written = await store.get(paused)
-            assert written is not None
-            line, _, rest = written.partition(b"\n")
-            header = json.loads(line)
-            newer = json.dumps(header | {"version": header["version"] + 1}).encode()
-            await store.put(paused, newer + b"\n" + rest)
-            resume = {"checkpoint_id": paused, "decision": {"approved": True}}
-            status, text = await _answer(http, "/resume", resume)
-            body = json.loads(text.split("\r\n\r\n", 1)[1])
-            assert status == 503 and "a newer pyadk wrote it" in body["error"], text
-            assert (body["kept"], body["resumable"]) == (True, True), body
-            await store.put(paused, written)  # a worker of the release that reads it
-            lines = await service.post(http, "/resume", resume)
-            answer = adk.AgentEvent.from_dict(lines[-1]["event"])
-            assert answer.output is not None and answer.output.stream is not None
-            assert (await answer.output.stream.collect()).content == "paid: sent 4200 cents to ACME"
-        finally:
-            server.close()
-            await server.wait_closed()
+        lines = await service.post(http, "/chat", {"message": "Pay ACME."})
+        paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
+        written = await store.get(paused)
+        assert written is not None
+        line, _, rest = written.partition(b"\n")
+        header = json.loads(line)
+        newer = json.dumps(header | {"version": header["version"] + 1}).encode()
+        await store.put(paused, newer + b"\n" + rest)
+        resume = {"checkpoint_id": paused, "decision": {"approved": True}}
+        status, text = await _answer(http, "/resume", resume)
+        body = _json_body(text)
+        assert status == 503 and "a newer pyadk wrote it" in body["error"], text
+        assert (body["kept"], body["resumable"]) == (True, True), body
+        await store.put(paused, written)  # a worker of the release that reads it
+        lines = await service.post(http, "/resume", resume)
+        assert await _streamed_answer(lines) == "paid: sent 4200 cents to ACME"
 
 
 @adk.actions.action(adk.actions.InputEvent)
@@ -466,19 +461,14 @@ async def test_a_streaming_services_new_run_failing_at_its_first_event_is_not_a_
     async with (
         SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
         Runner(agent, checkpoint_store=store) as runner,
+        _handling(service, runner) as http,
     ):
-        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
-        http = server.sockets[0].getsockname()[1]
-        try:
-            for body in ({"message": "go"}, {"message": "go", "checkpoint_id": "c-1"}):
-                lines = await service.post(http, "/chat", body)
-                assert isinstance(lines, list), lines  # a 200 stream, not (status, error)
-                ended = adk.AgentEvent.from_dict(lines[-1]["event"])
-                assert ended.error is not None and ended.error.type == "CheckpointError"
-                assert "cannot be stored in a checkpoint" in ended.error.message
-        finally:
-            server.close()
-            await server.wait_closed()
+        for body in ({"message": "go"}, {"message": "go", "checkpoint_id": "c-1"}):
+            lines = await service.post(http, "/chat", body)
+            assert isinstance(lines, list), lines  # a 200 stream, not (status, error)
+            ended = adk.AgentEvent.from_dict(lines[-1]["event"])
+            assert ended.error is not None and ended.error.type == "CheckpointError"
+            assert "cannot be stored in a checkpoint" in ended.error.message
 
 
 async def test_a_stalled_client_whose_run_timed_out_then_leaves_logs_no_context_error(
@@ -611,36 +601,30 @@ async def test_a_service_whose_store_is_down_says_so_and_serves_on_then_resumes(
     port = redis_port
     store = RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5)
     agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
-    async with store, Runner(agent, checkpoint_store=store, enable_streaming=True) as runner:
-        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
-        http = server.sockets[0].getsockname()[1]
-        try:
-            with _own_redis(tmp_path, port) as redis:
-                lines = await service.post(http, "/chat", {"message": "Pay the ACME invoice."})
-                paused = lines[-1]["event"]["action"]["interrupted"]
-                redis.kill()  # SIGKILL: no goodbye to its clients
-                redis.wait()
+    async with (
+        store,
+        Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+        _handling(service, runner) as http,
+    ):
+        with _own_redis(tmp_path, port) as redis:
+            lines = await service.post(http, "/chat", {"message": "Pay the ACME invoice."})
+            paused = lines[-1]["event"]["action"]["interrupted"]
+            redis.kill()  # SIGKILL: no goodbye to its clients
+            redis.wait()
 
-            resume = {"checkpoint_id": paused["checkpoint_id"], "decision": {"approved": True}}
-            status, error = await service.post(http, "/resume", resume)
-            assert status == 503
-            assert error.startswith("redis checkpoint store at redis://127.0.0.1:")
-            assert "claim of checkpoint" in error and "failed: ConnectionError" in error
-            lines = await service.post(http, "/chat", {"message": "Just break, please."})
-            assert lines[-1]["event"]["error"]["type"] == "ModelError"  # served all the same
-            status, error = await service.post(http, "/pending", {}, method="GET")
-            assert status == 503
+        resume = {"checkpoint_id": paused["checkpoint_id"], "decision": {"approved": True}}
+        status, error = await service.post(http, "/resume", resume)
+        assert status == 503
+        assert error.startswith("redis checkpoint store at redis://127.0.0.1:")
+        assert "claim of checkpoint" in error and "failed: ConnectionError" in error
+        lines = await service.post(http, "/chat", {"message": "Just break, please."})
+        assert lines[-1]["event"]["error"]["type"] == "ModelError"  # served all the same
+        status, error = await service.post(http, "/pending", {}, method="GET")
+        assert status == 503
 
-            with _own_redis(tmp_path, port):  # back, with what it had
-                lines = await service.post(http, "/resume", resume)
-                answer = adk.AgentEvent.from_dict(lines[-1]["event"])
-                assert answer.output is not None and answer.output.stream is not None
-                assert (await answer.output.stream.collect()).content == (
-                    "paid: sent 4200 cents to ACME"
-                )
-        finally:
-            server.close()
-            await server.wait_closed()
+        with _own_redis(tmp_path, port):  # back, with what it had
+            lines = await service.post(http, "/resume", resume)
+            assert await _streamed_answer(lines) == "paid: sent 4200 cents to ACME"
 
 
 async def test_a_starlette_service_whose_store_is_down_answers_503_then_resumes(
@@ -1232,19 +1216,17 @@ async def test_a_streaming_service_says_when_a_finished_resume_left_its_checkpoi
 
     agent = ReActAgent("payer", ScriptedModel(reply), tools=[pay])
     store = RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5)
-    async with store, Runner(agent, checkpoint_store=store, enable_streaming=True) as runner:
-        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
-        http = server.sockets[0].getsockname()[1]
-        try:
-            with _own_redis(tmp_path, port) as redis:
-                lines = await service.post(http, "/chat", {"message": "pay 3"})
-                paused = lines[-1]["event"]["action"]["interrupted"]
-                holder.append(redis)
-                resume = {"checkpoint_id": paused["checkpoint_id"], "decision": True}
-                lines = await service.post(http, "/resume", resume)
-        finally:
-            server.close()
-            await server.wait_closed()
+    async with (
+        store,
+        Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+        _handling(service, runner) as http,
+    ):
+        with _own_redis(tmp_path, port) as redis:
+            lines = await service.post(http, "/chat", {"message": "pay 3"})
+            paused = lines[-1]["event"]["action"]["interrupted"]
+            holder.append(redis)
+            resume = {"checkpoint_id": paused["checkpoint_id"], "decision": True}
+            lines = await service.post(http, "/resume", resume)
     said = [line["event"]["output"]["message"]["content"] for line in lines if "event" in line]
     assert said == ["paid 3", "done: paid 3"]  # the payment's result, then the answer
     error = lines[-1]["error"]
