@@ -30,6 +30,21 @@ from prebuilt import ReActAgent
 FORMS = ["except CancelledError", "anyio shielded scope"]
 
 
+def _waiting_tool() -> tuple[asyncio.Event, Any]:
+    """A tool ``wait`` that never returns, and an event set once it is called (the run waits in
+    it)."""
+    waiting = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait."""
+        waiting.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    return waiting, wait
+
+
 async def _in_cleanup(
     form: str,
     work: Callable[[], Awaitable[Any]],
@@ -198,15 +213,8 @@ async def test_a_run_made_in_cleanup_is_cancelled_by_a_cancellation_that_comes_w
     """The cleanup cancelled again (``Task.cancel()``; anyio: the shielded scope cancelled) while
     its run waits in a tool: the run is cancelled, its after_agent callback sees it cut off and a
     failing one does not replace the cancellation."""
-    waiting = asyncio.Event()
+    waiting, wait = _waiting_tool()
     ended: list[str] = []
-
-    @tool
-    async def wait() -> str:
-        """Wait."""
-        waiting.set()
-        await asyncio.Event().wait()
-        return "never"
 
     def after(agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
         ended.append(agent.name)
@@ -290,14 +298,7 @@ async def test_the_spans_of_a_run_made_in_cleanup_say_how_it_ended(form: str) ->
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    waiting = asyncio.Event()
-
-    @tool
-    async def wait() -> str:
-        """Wait."""
-        waiting.set()
-        await asyncio.Event().wait()
-        return "never"
+    waiting, wait = _waiting_tool()
 
     def outcomes() -> list[Any]:
         found = [
@@ -391,14 +392,7 @@ async def test_a_run_read_on_after_its_cleanup_gave_up_the_cancellation_is_still
     back (``uncancel()``, as ``asyncio.timeout`` does; anyio: the cancelled scope left): the
     count it started with is no longer pending, so a cancellation that comes later is the run's
     and cancels it, rather than being taken for the cleanup's and the waiting tool's failure."""
-    waiting = asyncio.Event()
-
-    @tool
-    async def wait() -> str:
-        """Wait."""
-        waiting.set()
-        await asyncio.Event().wait()
-        return "never"
+    waiting, wait = _waiting_tool()
 
     runner = Runner(
         ReActAgent(
