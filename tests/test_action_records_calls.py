@@ -15,7 +15,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from store_places import StoreFactory, runner_over, stores_fixture  # noqa: F401  (fixture)
+from recorded_calls import (  # noqa: F401  (stores_fixture)
+    StoreFactory,
+    runner_over,
+    stores_fixture,
+    stuck_ship,
+)
 
 from adk import Message, ParallelAgent, Resources, Role, RunError, Runner, ToolResult, tool
 from adk.actions import (
@@ -206,19 +211,6 @@ async def _approved_then_cut_after_the_payment(
     return answers
 
 
-def _stuck_ship() -> Any:
-    """An approved shipping tool that never ships: the resume is cut off while it runs."""
-    never = asyncio.Event()
-
-    @tool(require_approval=True, name="ship")
-    async def stuck_ship(item: str) -> str:
-        """Ship an item once a person approves it (this one never gets to it)."""
-        await never.wait()
-        return "unreachable"
-
-    return stuck_ship
-
-
 async def test_a_removed_tool_is_refused_only_for_the_action_calls_that_must_still_run() -> None:
     """Both calls approved; the payment ended and was recorded, and the resume was cut off
     while the shipping still ran (not recorded). A redeploy without the shipping tool is
@@ -227,7 +219,7 @@ async def test_a_removed_tool_is_refused_only_for_the_action_calls_that_must_sti
     the one still waiting."""
     store = _NotingStore()
     answers = await _approved_then_cut_after_the_payment(
-        store, Clerk(pay, ship), Clerk(pay, _stuck_ship()), "half"
+        store, Clerk(pay, ship), Clerk(pay, stuck_ship()), "half"
     )
     assert RAN == ["paid bob"]
 
@@ -448,7 +440,7 @@ async def test_a_resume_of_the_calls_still_waiting_is_refused_when_max_turns_lea
 
     store = _NotingStore()
     answers = await _approved_then_cut_after_the_payment(
-        store, desk(pay, ship), desk(pay, _stuck_ship()), "turns", max_turns=2
+        store, desk(pay, ship), desk(pay, stuck_ship()), "turns", max_turns=2
     )
     assert RAN == ["paid bob"]
     [shipping] = [point for point in answers if point.endswith("/tool:ship#call_ship")]

@@ -27,7 +27,12 @@ import pytest
 from conftest import wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
-from store_places import StoreFactory, runner_over, stores_fixture  # noqa: F401  (fixture)
+from recorded_calls import (  # noqa: F401  (stores_fixture)
+    StoreFactory,
+    runner_over,
+    stores_fixture,
+    stuck_ship,
+)
 
 from adk import (
     AgentEvent,
@@ -1503,25 +1508,11 @@ def _pause_saved_after_the_finishs_read(store: Any, new_pause: bytes) -> list[in
     return reads
 
 
-def _stuck_ship() -> Any:
-    """An approved shipping tool that never ships: the resume's reader leaves at the payment's
-    result while it still runs, so the shipping is cut off and not recorded."""
-    never = asyncio.Event()
-
-    @tool(require_approval=True, name="ship")
-    async def stuck_ship(item: str) -> str:
-        """Ship an item once a person approves it (this one never gets to it)."""
-        await never.wait()
-        return "unreachable"
-
-    return stuck_ship
-
-
 async def _paid_then_left_while_shipping(
     build: Callable[..., ReActAgent], store: CheckpointStore, text: str, checkpoint_id: str
 ) -> dict[str, Any]:
     """Run ``text`` with ``build(pay, ship)`` to its pause at ``checkpoint_id``, approve every
-    call, and resume it with a shipping that never ships (``_stuck_ship``), its reader leaving
+    call, and resume it with a shipping that never ships (``stuck_ship``), its reader leaving
     at the payment's result: the payment made and recorded, the shipping cut off. Returns the
     answers, for the resumes after it."""
     paused = await Runner(build(pay, ship), checkpoint_store=store).invoke(
@@ -1530,7 +1521,7 @@ async def _paid_then_left_while_shipping(
     assert paused.interrupt is not None
     answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
     await _leave_at_first_result(
-        Runner(build(pay, _stuck_ship()), checkpoint_store=store), checkpoint_id, answers
+        Runner(build(pay, stuck_ship()), checkpoint_store=store), checkpoint_id, answers
     )
     return answers
 
@@ -1653,7 +1644,7 @@ async def test_a_call_of_an_agent_tools_nested_run_is_recorded_and_replayed(
     to record, and the nested run recorded nothing, so the second resume paid again. The nested
     round records the payment in its own saved state (the checkpoint holds it under its
     address), and the second resume replays it and ships."""
-    stuck_ship = _stuck_ship()
+    stuck = stuck_ship()
 
     async with runner_over(_boss(pay, ship), stores) as first:
         paused = await first.invoke("pay bob", checkpoint_id="nested")
@@ -1665,7 +1656,7 @@ async def test_a_call_of_an_agent_tools_nested_run_is_recorded_and_replayed(
     ]
     answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
 
-    async with runner_over(_boss(pay, stuck_ship), stores) as leaving:
+    async with runner_over(_boss(pay, stuck), stores) as leaving:
         await _leave_at_first_result(leaving, "nested", answers)
         stored = await leaving.checkpoint_store.get("nested")
     assert paid == ["bob"]
