@@ -1743,6 +1743,18 @@ async def test_a_cut_off_run_records_its_agents_durations_as_cancelled(
     meters.shutdown()
 
 
+async def _cancelled_once_the_server_stalls(server: OpenAIServer, task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` (a timeout around it) once ``server`` holds a streamed answer it reads."""
+    for _ in range(6000):  # until the server holds the stream: a guard, not a timing
+        if server.stalls:
+            break
+        await asyncio.sleep(0.01)
+    assert server.stalls == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 @pytest.mark.parametrize("shape", ["sequence", "supervisor", "agent tool"])
 async def test_a_run_cancelled_while_a_streamed_answer_is_read_for_it_says_its_agents_were_cut_off(
     provider: TracerProvider, exporter: InMemorySpanExporter, shape: str
@@ -1787,14 +1799,7 @@ async def test_a_run_cancelled_while_a_streamed_answer_is_read_for_it_says_its_a
             task = asyncio.create_task(work())
         else:
             task = asyncio.create_task(runner.invoke("go"))
-        for _ in range(6000):  # until the server holds the stream: a guard, not a timing
-            if server.stalls:
-                break
-            await asyncio.sleep(0.01)
-        assert server.stalls == 1
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await _cancelled_once_the_server_stalls(server, task)
         await model.aclose()
     spans = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
     ended = {
@@ -1842,14 +1847,7 @@ async def test_a_streaming_resume_cancelled_while_invoke_resume_reads_an_answer_
         assert paused.checkpoint_id is not None
         exporter.clear()
         task = asyncio.create_task(runner.invoke_resume(paused.checkpoint_id, True))
-        for _ in range(6000):  # until the server holds the stream: a guard, not a timing
-            if server.stalls:
-                break
-            await asyncio.sleep(0.01)
-        assert server.stalls == 1
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await _cancelled_once_the_server_stalls(server, task)
         await model.aclose()
     (span,) = named(exporter.get_finished_spans(), "invoke_agent payer")
     assert attrs(span)["adk.agent.outcome"] == "cancelled"
