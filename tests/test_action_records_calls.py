@@ -35,9 +35,7 @@ from adk.actions import (
     action,
 )
 from adk.actions._builtin import _IN_STATE
-from adk.checkpoint import (
-    InMemoryCheckpointStore,
-)
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint._snapshot import _STATE_DEPTH
 from adk.checkpoint.codec import MAX_DEPTH, decode_checkpoint, encode_checkpoint, from_json_value
 from adk.testing import Reply, ScriptedModel, tool_call
