@@ -723,6 +723,22 @@ async def test_a_users_listing_store_works_and_ids_gone_meanwhile_are_skipped() 
     ]
 
 
+async def test_a_listing_awaited_twice_is_refused_not_read_as_empty() -> None:
+    # A listing is read once: awaited again it gave [], which read as "no run waits" (a poll
+    # that keeps one ``runner.pending()`` and awaits it each time saw its inbox empty from the
+    # second poll on). It is a RuntimeError naming the fix, as a coroutine awaited twice is.
+    store = ListingStore()
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    await pause(runner, "run-1", "payee")
+    listing = runner.pending()
+    assert [entry.checkpoint_id for entry in await listing] == ["run-1"]
+    with pytest.raises(
+        RuntimeError, match=r"awaited already and is read once: call runner\.pending\(\)"
+    ):
+        await listing
+
+
 class UsersRedisStore:
     """A store a user wrote over Redis with the public protocols only: get/put/delete, ids, and
     heads (each checkpoint's first bytes and length, one pipeline for a batch)."""

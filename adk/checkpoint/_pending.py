@@ -117,10 +117,11 @@ class _Listing(AsyncIterator[PendingCheckpoint]):
     expression". Awaited after some entries were read, it gives the rest; either way the
     store's listing is closed at the end (or at ``aclose``)."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_awaited", "_entries")
 
     def __init__(self, entries: AsyncGenerator[PendingCheckpoint, None]) -> None:
         self._entries = entries
+        self._awaited = False
 
     def __aiter__(self) -> _Listing:
         return self
@@ -133,6 +134,13 @@ class _Listing(AsyncIterator[PendingCheckpoint]):
         return self._entries.aclose()
 
     def __await__(self) -> Generator[Any, None, list[PendingCheckpoint]]:
+        # Awaited again it would give [], read as "no run waits": refused, as a coroutine is.
+        if self._awaited:
+            raise RuntimeError(
+                "this listing of pending checkpoints was awaited already and is read once: "
+                "call runner.pending() (or list_pending) again for a fresh one"
+            )
+        self._awaited = True
         return self._all().__await__()
 
     async def _all(self) -> list[PendingCheckpoint]:
