@@ -345,7 +345,7 @@ async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
     if data is None or _of_another_release(bytes(data)):
         return True
     listing = list_pending(_Read(checkpoint_id, bytes(data)), agent=runner.agent.name)
-    async with contextlib.aclosing(listing) as read:  # type: ignore[type-var]
+    async with contextlib.aclosing(listing) as read:
         async for entry in read:
             return entry.error is None
     return True
