@@ -415,7 +415,10 @@ async def settle(event: AgentEvent) -> AgentEvent | None:
     returned error event, stamped as that agent's, for the caller to pass on as the child's
     failure. Raised, it failed the composite's child (a workflow between them) instead; skipped
     once read, the run ended with the event as if its answer had come. A stream only shown is no
-    answer (``AgentOutput.shown_only``): read as before, its error raised."""
+    answer (``AgentOutput.shown_only``): read for its readers, who see its failure; the agent
+    that would have read it is closed, so it is nobody's error. (Raised, it failed the run, as
+    the workflow above the agent's, but only for a reader who had not read it: one who had, and
+    ``invoke``, which closes it, saw the run end cleanly.)"""
     output = event.output
     if output is None:
         return None
@@ -424,7 +427,11 @@ async def settle(event: AgentEvent) -> AgentEvent | None:
         return None
     if output.shown_only:
         if not stream.done:
-            await stream.collect()
+            try:
+                await stream.collect()
+            except Exception as exc:  # kept in the stream for its readers
+                if is_cancellation(exc):
+                    raise
         return None
     try:
         await stream.collect()  # at once if read to its end: a failure read again, a copy

@@ -319,3 +319,53 @@ async def test_invoke_closes_a_shown_stream_on_a_transfer_a_flow_handles() -> No
     (shown,) = [e for e in result.events if e.agent_name == "narrator" and e.output is not None]
     assert shown.output is not None and shown.output.stream is not None
     assert shown.output.stream.done
+
+
+class _ShowsABreakingStreamAndExits(BaseAgent):
+    """Exits on an event showing a stream (no answer) whose source breaks after one chunk."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        async def chunks() -> AsyncIterator[MessageChunk]:
+            yield MessageChunk(content="progress ")
+            raise RuntimeError("the wire broke")
+
+        shown = AgentOutput(stream=MessageStream(chunks()), shown_only=True)
+        yield AgentEvent(output=shown, action=AgentAction(exit=True))
+
+
+@pytest.mark.parametrize("shape", ["alone", "sequence", "sequence in a sequence", "parallel"])
+@pytest.mark.parametrize("how", ["run", "run reading the stream", "invoke"])
+async def test_a_shown_stream_that_breaks_on_an_exit_fails_nothing(how: str, shape: str) -> None:
+    """A stream only shown is no answer: its failure is its readers' to see, not the agent's.
+    On an exit the drivers read it to its end for the reader who has the event (``settle``),
+    and raised its error there: the run failed, as the workflow above the agent's when nested
+    (``inner``, ``outer``), but only when the reader had not read the stream; one who had, and
+    ``invoke`` (which closes it), saw the run end cleanly."""
+    shower = _ShowsABreakingStreamAndExits("shower")
+    root: Agent = shower
+    if shape == "sequence":
+        root = SequentialAgent("outer", [shower])
+    elif shape == "sequence in a sequence":
+        root = SequentialAgent("outer", [SequentialAgent("inner", [shower])])
+    elif shape == "parallel":
+        root = ParallelAgent("outer", [SequentialAgent("inner", [shower])])
+    runner = Runner(root, enable_streaming=True)
+    if how == "invoke":
+        result = await runner.invoke("go")
+        events = result.events
+    else:
+        events = []
+        async for event in runner.run("go"):
+            events.append(event)
+            output = event.output
+            if how == "run reading the stream" and output is not None:
+                assert output.stream is not None
+                with pytest.raises(RuntimeError, match="the wire broke"):
+                    await output.stream.collect()
+    assert [event.error for event in events if event.error is not None] == []
+    (shown,) = [event for event in events if event.output is not None]
+    assert shown.output is not None and shown.output.stream is not None
+    if how != "invoke":  # read to its end for the reader, its failure kept for them
+        assert shown.output.stream.done
+        with pytest.raises(RuntimeError, match="the wire broke"):
+            await shown.output.stream.collect()
