@@ -2169,6 +2169,35 @@ async def test_a_tool_call_groq_could_not_parse_is_asked_for_again(
     assert len(server.requests) == 3
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
+async def test_a_tool_call_groq_could_not_parse_follows_the_users_policy(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    """Groq's ``tool_use_failed`` is asked for again only while the policy retries statuses at
+    all: a user who turned status retries off (``retry_on_status=frozenset()``) had it retried
+    all the same, each retry a generation billed. Any policy retrying some status retries it,
+    at most ``max_attempts`` tries in all."""
+    failed = "Failed to call a function. Please adjust your prompt."
+
+    def refusal() -> Reply:
+        if streaming:
+            return Reply(error=failed, error_code="tool_use_failed", error_after=1)
+        return Reply(status=400, error=failed, error_code="tool_use_failed")
+
+    server.script(refusal(), refusal(), refusal(), refusal(), Reply(text="never asked"))
+    off = FAST.model_copy(update={"retry_on_status": frozenset()})
+    async with make_model(server, retry=off) as model:
+        with pytest.raises(ModelError, match="Failed to call a function") as caught:
+            await call(model, streaming, [Message.user("1+2?")], tools=[ADD])
+    assert len(server.requests) == 1
+    assert caught.value.status == (None if streaming else 400)  # an event has no status
+    some = FAST.model_copy(update={"retry_on_status": frozenset({503})})
+    async with make_model(server, retry=some) as model:
+        with pytest.raises(ModelError, match="Failed to call a function"):
+            await call(model, streaming, [Message.user("1+2?")], tools=[ADD])
+    assert len(server.requests) == 1 + FAST.max_attempts
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_stream_ending_early_raises_instead_of_truncating(
     server: OpenAIServer, api: str

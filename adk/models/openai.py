@@ -1137,7 +1137,9 @@ def _illegal_header(cause: BaseException | None) -> bool:
 
 def _is_transient(exc: BaseException, policy: RetryPolicy) -> bool:
     if isinstance(exc, openai.APIError) and _failed_generation(exc.body):
-        return True
+        # Asked again while the policy retries statuses at all: each retry is a generation
+        # billed, which a user who turned status retries off (an empty set) did not ask for.
+        return policy.retry_on_status is None or bool(policy.retry_on_status)
     if isinstance(exc, openai.APIStatusError):
         return _is_transient_status(exc.status_code, exc.body, policy)
     # APITimeoutError is an APIConnectionError: a timed-out attempt is retried like a dropped one.
@@ -1165,8 +1167,9 @@ def _failed_generation(body: object) -> bool:
     prompt."), a tool call its parser could not read (often with Llama and Kimi models,
     intermittently: pydantic/pydantic-ai#2774, pipecat-ai/pipecat#1168), sent as the answer's
     status or, streamed, as an error event. The same request samples anew and often succeeds,
-    so it is retried as a failure without a status is, whatever ``retry_on_status`` says of
-    400 (which the request itself would get again)."""
+    so it is retried whatever ``retry_on_status`` says of 400 (which the request itself would
+    get again), as long as it retries some status: an empty set, status retries turned off,
+    fails it at once, as each retry is a generation billed."""
     return isinstance(body, dict) and body.get("code") == "tool_use_failed"
 
 
