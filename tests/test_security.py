@@ -354,6 +354,26 @@ async def test_a_short_api_key_the_server_quotes_back_is_masked_where_it_stands_
     assert "sk-1234." in str(unmasked.value)  # ("x" is no key to mask: nothing else changed)
 
 
+async def test_a_placeholder_key_is_no_secret_and_leaves_what_the_server_said_whole() -> None:
+    """A local server takes any key, and its docs give one that is no secret (vLLM's ``EMPTY``,
+    Ollama's ``ollama``, LM Studio's ``lm-studio``, ``none``, ``1234``): masked as a short key
+    it hid the words it stands for, "model ollama/llama3 not found" reading "model ***/llama3
+    not found". A key on the documented list of placeholders (any case) is not masked; another
+    short key still is."""
+    said = "model ollama/llama3 not found; key EMPTY, None or 1234 is fine; lm-studio too"
+    placeholders = ["ollama", "EMPTY", "none", "1234", "LM-Studio"]
+    async with OpenAIServer(default=Reply(status=404, error=said)) as server:
+        for key in placeholders:
+            async with wire_model(server, api_key=key, retry=ONCE) as model:
+                with pytest.raises(ModelError, match="HTTP 404") as caught:
+                    await model.generate([Message.user("hi")])
+            assert said in str(caught.value), (key, str(caught.value))
+        async with wire_model(server, api_key="llama3", retry=ONCE) as model:
+            with pytest.raises(ModelError, match="HTTP 404") as masked:
+                await model.generate([Message.user("hi")])
+    assert "model ollama/*** not found" in str(masked.value), str(masked.value)
+
+
 async def test_a_password_in_the_models_base_url_is_masked_in_its_repr_and_errors() -> None:
     """A gateway reached with its credentials in the URL (``https://user:pw@gateway/v1``) showed
     them whole in ``repr(model)`` and in every ModelError ("chat.completions

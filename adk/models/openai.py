@@ -50,6 +50,11 @@ _OPENAI_HOST = "api.openai.com"
 _OPENAI_SUBDOMAIN = "." + _OPENAI_HOST
 _OPENAI_URL = f"https://{_OPENAI_HOST}/v1"  # the openai client's default base_url
 _KEYLESS = "not-needed"  # servers without auth still get a syntactically valid bearer token
+# Keys local servers' docs give, which are no secret: masked as a short key, each hid the words
+# it stands for in what a server said ("model ollama/llama3" read "model ***/llama3"). Lower case.
+_PLACEHOLDER_KEYS = frozenset(
+    {"empty", "ollama", "lm-studio", "none", "null", "1234", "dummy", "no-key", _KEYLESS}
+)
 _T = TypeVar("_T")
 
 _ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/responses")
@@ -913,10 +918,13 @@ class OpenAIChatModel(AsyncCloseable):
 
     def _own_key(self) -> str | None:
         """This model's API key, to mask where a server quotes it (None: none to mask: no key,
-        the placeholder sent to a server without auth, or one under ``SHORTEST_KEY`` characters,
-        which is no secret and would mask words and numbers)."""
+        the placeholder sent to a server without auth or one a local server's docs give
+        (``_PLACEHOLDER_KEYS``, any case), or one under ``SHORTEST_KEY`` characters: none is a
+        secret, and each would mask words and numbers)."""
         given = getattr(self._client, "api_key", None)
-        if not isinstance(given, str) or len(given) < SHORTEST_KEY or given == _KEYLESS:
+        if not isinstance(given, str) or len(given) < SHORTEST_KEY:
+            return None
+        if given.lower() in _PLACEHOLDER_KEYS:
             return None
         return given
 
