@@ -615,6 +615,30 @@ async def test_what_a_reply_keeps_is_tagged_with_the_model_a_call_asked_for(
     assert same["tool_calls"][0]["extra_content"] == {"google": {"thought_signature": "sig"}}
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
+async def test_a_call_that_asked_for_another_model_names_it_in_its_error(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    """A call whose ``options.extra`` names a model asks the server for that one (extra_body),
+    but its error named ``model_name``: a 404 for the model asked said to check
+    'test-model', which the server has."""
+    server.script(
+        Reply(status=404, error="The model `other-model` does not exist"),
+        Reply(text="an answer cut short in its middle", break_after=3),
+    )
+    other = ModelOptions(extra={"model": "other-model"})
+    async with make_model(server) as model:
+        with pytest.raises(ModelError, match="HTTP 404") as caught:
+            await call(model, streaming, [Message.user("hi")], options=other)
+        text = str(caught.value)
+        assert "(model 'other-model')" in text and "check the model name, 'other-model'" in text
+        assert "test-model" not in text, text
+        if streaming:  # and one failing after chunks reached the caller
+            with pytest.raises(ModelError, match="mid-stream") as cut:
+                await call(model, streaming, [Message.user("hi")], options=other)
+            assert "(model 'other-model')" in str(cut.value), str(cut.value)
+
+
 @pytest.mark.parametrize("resent", ["after", "whole", "cumulative"])
 @pytest.mark.parametrize("call_index", ["each", "shared", "none"])
 async def test_tool_call_arguments_a_server_sends_more_than_once_are_taken_once(

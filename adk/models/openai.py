@@ -462,7 +462,8 @@ class OpenAIChatModel(AsyncCloseable):
         while True:
             try:
                 result = await self._runner.run(
-                    functools.partial(call, request, wrapped), on_failure=self._failure
+                    functools.partial(call, request, wrapped),
+                    on_failure=functools.partial(self._failure, model=_model_asked(request)),
                 )
                 break
             except ModelError as exc:
@@ -558,7 +559,7 @@ class OpenAIChatModel(AsyncCloseable):
                     # chunk and [DONE], a body's last bytes), as servers and proxies that close
                     # before ending the body do. Failing would throw a whole answer away.
                     return
-                error = self._failure(exc, 1, after_chunks=sent)
+                error = self._failure(exc, 1, after_chunks=sent, model=_extra_model(options))
                 if getattr(error, "_adk_quoted_cause", False):
                     raise error from None  # the server's answer quoted a secret (``_failure``)
                 raise error from exc
@@ -595,7 +596,7 @@ class OpenAIChatModel(AsyncCloseable):
                 wrapped = True
         changed = changes or _UNCHANGED
         # the model this call asks for: options.extra travels as extra_body, over the request's
-        asked = options.extra.get("model") if options is not None and options.extra else None
+        asked = _extra_model(options)
         request = self._build(
             self.model_name,
             messages,
@@ -608,7 +609,7 @@ class OpenAIChatModel(AsyncCloseable):
             send_parts=self._send_parts,
             short_ids=changed.get("short_ids", self._short_ids),
             send_kept=changed.get("send_kept", self._send_kept),
-            origin=self._origin_for(asked if isinstance(asked, str) else self.model_name),
+            origin=self._origin_for(self.model_name if asked is None else asked),
             server=self._origin,
         )
         return request, wrapped
@@ -795,15 +796,19 @@ class OpenAIChatModel(AsyncCloseable):
         hinted = _retry_after(exc)
         return hinted is None or hinted <= RETRY_AFTER_LIMIT
 
-    def _failure(self, exc: Exception, attempts: int, *, after_chunks: int = 0) -> Exception:
+    def _failure(
+        self, exc: Exception, attempts: int, *, after_chunks: int = 0, model: str | None = None
+    ) -> Exception:
         """The error to raise for a call that failed for good. Errors that are not about the call
         (a bug, a bad argument caught by the SDK) pass through unchanged.
 
         A 200 answer that is malformed (a body or stream event that is not JSON, a completion
         without choices) is not retried: it is a server or proxy answering the wrong thing, which
         asking again rarely changes, and the message quotes what came instead. One holding an
-        error whose code is a transient status is retried as that status is (``_is_transient``)."""
-        where = f"{self._endpoint} call to {self._shown_url} (model {self.model_name!r})"
+        error whose code is a transient status is retried as that status is (``_is_transient``).
+        ``model``: the model the call asked for (``_model_asked``), named in the error."""
+        model = self.model_name if model is None else model
+        where = f"{self._endpoint} call to {self._shown_url} (model {model!r})"
         if after_chunks:
             where += f" failed mid-stream after {after_chunks} chunk(s):"
         else:
@@ -831,7 +836,7 @@ class OpenAIChatModel(AsyncCloseable):
             # exist") or a base_url off the server's API ("404 page not found", a gateway's
             # "Unknown path"): the server's words alone do not say which to check.
             check = (
-                f" (check the model name, {self.model_name!r}, and that base_url, "
+                f" (check the model name, {model!r}, and that base_url, "
                 f"{self._shown_url}, is where the server's OpenAI API starts: most serve it "
                 "under /v1)"
                 if status == 404
@@ -1453,6 +1458,13 @@ def _closed_message(model: OpenAIChatModel) -> str:
         "(async with runner: closes every model of its agents); keep one runner open for as "
         "long as the agents run, or make a new model"
     )
+
+
+def _extra_model(options: ModelOptions | None) -> str | None:
+    """The model a call's ``options.extra`` names (sent as ``extra_body``, over the request's
+    own), or None."""
+    asked = options.extra.get("model") if options is not None and options.extra else None
+    return asked if isinstance(asked, str) else None
 
 
 def _model_asked(request: dict[str, Any]) -> str:
