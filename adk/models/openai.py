@@ -463,7 +463,7 @@ class OpenAIChatModel(AsyncCloseable):
             try:
                 result = await self._runner.run(
                     functools.partial(call, request, wrapped),
-                    on_failure=functools.partial(self._failure, model=_model_asked(request)),
+                    on_failure=functools.partial(self._failure_of, request),
                 )
                 break
             except ModelError as exc:
@@ -795,6 +795,11 @@ class OpenAIChatModel(AsyncCloseable):
             return False
         hinted = _retry_after(exc)
         return hinted is None or hinted <= RETRY_AFTER_LIMIT
+
+    def _failure_of(self, request: dict[str, Any], exc: Exception, attempts: int) -> Exception:
+        """``_failure`` of a call sending ``request``, naming the model it asked for (read only
+        when it failed)."""
+        return self._failure(exc, attempts, model=_model_asked(request))
 
     def _failure(
         self, exc: Exception, attempts: int, *, after_chunks: int = 0, model: str | None = None
