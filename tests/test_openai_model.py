@@ -694,7 +694,9 @@ async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer
     calls of ids of their own with equal arguments, at one wire index or two; and two equal
     calls at index 0, each a head with its name then its arguments whole in one fragment, with
     no id or one id for both: the name again after a whole call says a new call begins, and
-    the arguments after it are that call's, not the first call's again."""
+    the arguments after it are that call's, not the first call's again. Nor the second of two
+    calls sharing an id on their heads alone, each sent whole again under it: its repeat went
+    to the first call, whose arguments became ``{...}{...}``."""
     same = '{"a": 1, "b": 1}'
     server.script(
         Reply(
@@ -717,9 +719,23 @@ async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer
             fragment=64,
             repeat_name=True,
         ),
+        # calls sharing one id given on their heads alone, each sent whole again under it at
+        # its end (a proxy's "consolidated" chunk): the second call's repeat is its own
+        Reply(
+            tool_calls=[Call("add", same, id="x")] * 2,
+            call_index="shared",
+            fragment=64,
+            arguments_resent="whole",
+        ),
+        Reply(
+            tool_calls=[Call("add", same, id="x")] * 2,
+            call_index="none",
+            fragment=4,
+            arguments_resent="whole",
+        ),
     )
     async with make_model(server) as model:
-        for _ in range(5):
+        for _ in range(7):
             message = join_chunks(await collect(model.stream([Message.user("roll twice")])))
             assert [json.loads(c.arguments) for c in message.tool_calls] == [{"a": 1, "b": 1}] * 2
 

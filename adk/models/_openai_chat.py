@@ -628,6 +628,21 @@ class ChatStreamDecoder:
             and any(k >= 0 for k, c in self._at.items() if c.index == known)
         ):
             known = None
+        if (
+            known is not None
+            and current is not None
+            and current.index != known
+            and current.closed == ""
+            and not current.id
+            and not signed
+            and name in ("", current.name)
+            and current.repeats(arguments)
+        ):
+            # the whole call at this key sent again under the id its head came with: calls
+            # sharing an id on their heads alone, the second's head taken for the first's name
+            # again and its arguments, without the id, begun a call (after_whole); appended to
+            # the id's first call they made its arguments {...}{...}
+            return current.index, name, ""
         if known is not None:
             # Calls of one answer may share an id (every one "call_0"): once the id's call is
             # whole, a fragment with it at another wire index, or bringing more arguments or a
