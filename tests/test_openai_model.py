@@ -696,7 +696,8 @@ async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer
     no id or one id for both: the name again after a whole call says a new call begins, and
     the arguments after it are that call's, not the first call's again. Nor the second of two
     calls sharing an id on their heads alone, each sent whole again under it: its repeat went
-    to the first call, whose arguments became ``{...}{...}``."""
+    to the first call, whose arguments became ``{...}{...}``, and a third's head reopened the
+    first call, its arguments then ``{...}{...}`` too."""
     same = '{"a": 1, "b": 1}'
     server.script(
         Reply(
@@ -733,11 +734,15 @@ async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer
             fragment=4,
             arguments_resent="whole",
         ),
+        # three such calls: the third's head named the id's first call, reopened it
+        Reply(tool_calls=[Call("add", same, id="x")] * 3, call_index="shared", fragment=4),
     )
     async with make_model(server) as model:
-        for _ in range(7):
+        for times in [2] * 7 + [3]:
             message = join_chunks(await collect(model.stream([Message.user("roll twice")])))
-            assert [json.loads(c.arguments) for c in message.tool_calls] == [{"a": 1, "b": 1}] * 2
+            assert [json.loads(c.arguments) for c in message.tool_calls] == [
+                {"a": 1, "b": 1}
+            ] * times
 
 
 async def test_calls_given_ids_of_their_own_keep_what_the_server_put_on_them() -> None:

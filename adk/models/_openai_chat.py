@@ -612,8 +612,14 @@ class ChatStreamDecoder:
             named = current.after_whole(name, arguments)
             if named is None:
                 return current.index, name, arguments
-            self._at[key] = _WireCall(self._new_index(), "", named, arguments)
-            return self._calls - 1, named, arguments
+            # begun by a head of its name alone that came with an id (calls sharing one on their
+            # heads alone): the id names this call from now on, as a head with arguments makes it
+            began = current.head_id if current.closed and named == current.closed else ""
+            index = self._new_index()
+            if began:
+                self._ids[began] = index
+            self._at[key] = _WireCall(index, began, named, arguments)
+            return index, named, arguments
         if current is not None and current.id == call_id and current.closed is None:
             # llama.cpp repeats the id in every fragment
             return current.index, name, current.add(name, arguments)
@@ -628,21 +634,6 @@ class ChatStreamDecoder:
             and any(k >= 0 for k, c in self._at.items() if c.index == known)
         ):
             known = None
-        if (
-            known is not None
-            and current is not None
-            and current.index != known
-            and current.closed == ""
-            and not current.id
-            and not signed
-            and name in ("", current.name)
-            and current.repeats(arguments)
-        ):
-            # the whole call at this key sent again under the id its head came with: calls
-            # sharing an id on their heads alone, the second's head taken for the first's name
-            # again and its arguments, without the id, begun a call (after_whole); appended to
-            # the id's first call they made its arguments {...}{...}
-            return current.index, name, ""
         if known is not None:
             # Calls of one answer may share an id (every one "call_0"): once the id's call is
             # whole, a fragment with it at another wire index, or bringing more arguments or a
@@ -667,6 +658,8 @@ class ChatStreamDecoder:
                     known = None
                 else:
                     held.after_whole(name, arguments)  # the call's name again, remembered
+                    if held.closed:
+                        held.head_id = call_id  # the id of the call it may begin
         if known is not None:
             index = known
         elif current is not None and not current.id and current.closed is None:
@@ -727,7 +720,7 @@ class _WireCall:
     or twice at most, not per fragment.
     """
 
-    __slots__ = ("_parts", "closed", "id", "index", "name")
+    __slots__ = ("_parts", "closed", "head_id", "id", "index", "name")
 
     def __init__(self, index: int, call_id: str, name: str, arguments: str) -> None:
         self.index = index
@@ -737,6 +730,7 @@ class _WireCall:
         # None while the arguments may go on; once they are a whole object, the name a fragment
         # repeated since ("" for none)
         self.closed: str | None = None
+        self.head_id = ""  # the id a head of the name alone came with since (see closed)
         if arguments.rstrip().endswith("}"):
             self._check_whole()
 
