@@ -55,6 +55,7 @@ _KEYLESS = "not-needed"  # servers without auth still get a syntactically valid 
 _PLACEHOLDER_KEYS = frozenset(
     {"empty", "ollama", "lm-studio", "none", "null", "1234", "dummy", "no-key", _KEYLESS}
 )
+_PLACEHOLDER_LONGEST = max(map(len, _PLACEHOLDER_KEYS))
 _T = TypeVar("_T")
 
 _ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/responses")
@@ -934,8 +935,8 @@ class OpenAIChatModel(AsyncCloseable):
         given = getattr(self._client, "api_key", None)
         if not isinstance(given, str) or len(given) < SHORTEST_KEY:
             return None
-        if given.lower() in _PLACEHOLDER_KEYS:
-            return None
+        if len(given) <= _PLACEHOLDER_LONGEST and given.lower() in _PLACEHOLDER_KEYS:
+            return None  # (a real key, longer, is not lowered at every call)
         return given
 
     def _bounded(self, said: str) -> tuple[str, bool]:
