@@ -450,6 +450,34 @@ def test_what_a_registered_model_holds_that_json_cannot_write_is_named_where(
     assert str(caught.value).startswith(message), str(caught.value)
 
 
+def _holding_itself() -> dict[str, Any]:
+    looped: dict[str, Any] = {"ok": 1}
+    looped["again"] = looped
+    return looped
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        (Reading(value=1.0, note=_holding_itself()), "session.r.note.again: it holds itself"),
+        (
+            Message(role="user", content="x", metadata={"m": _holding_itself()}),
+            "session.r.metadata.m.again: it holds itself",
+        ),
+    ],
+    ids=["model", "message-metadata"],
+)
+def test_what_holds_itself_inside_a_model_is_named_where_it_loops(value: Any, where: str) -> None:
+    """A dict holding itself inside a registered model was named 200 keys deep
+    (``session.r.note.again.again...``: the walk for where pydantic failed had no guard), and
+    inside a message's metadata was pydantic's bare ``ValueError`` ("Circular reference
+    detected"), naming no place, which a pause read as its error."""
+    with pytest.raises(CheckpointError) as caught:
+        to_json_value({"r": value}, "session")
+    assert str(caught.value).startswith(where), str(caught.value)
+    assert "again.again" not in str(caught.value)
+
+
 async def test_a_pause_of_a_registered_model_with_a_key_json_cannot_write_fails_clearly() -> None:
     store = DictStore()
     state = Reading(value=1.0, extra={"by": {frozenset({"a"}): 1}})

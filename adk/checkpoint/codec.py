@@ -587,11 +587,12 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
     # them when ``json.dumps`` meets one, so the common save does not walk every dump.
     try:
         data = serializer.to_python(value, mode="json", exclude_defaults=True)
-    except (PydanticSerializationError, UnicodeDecodeError, TypeError) as exc:
+    except (ValueError, UnicodeDecodeError, TypeError) as exc:
         # A place typed ``Any`` (a message's ``metadata``: a keyed record's input message
         # carries the record there) holding what pydantic cannot write: bytes that are not
         # UTF-8 (UnicodeDecodeError), an object of its own, a dict key JSON cannot hold (a
-        # frozenset: TypeError). The pause failed with pydantic's words alone ("'utf-8' codec
+        # frozenset: TypeError), a dict or list holding itself (a plain ValueError, "Circular
+        # reference detected"). The pause failed with pydantic's words alone ("'utf-8' codec
         # can't decode byte 0xff"), naming neither the message nor the value.
         raise _unwritable(value, places, exc) from None
     tag = _NAMES[cls]
@@ -630,35 +631,59 @@ def _unwritable_model(value: BaseModel, exc: Exception) -> _Unstorable:
     return found if found is not None else _Unstorable(_unstorable_reason(value, exc))
 
 
-def _unwritable_in(value: Any, depth: int) -> _Unstorable | None:
-    """Where in ``value`` pydantic's JSON dump fails, as an ``_Unstorable`` with its path."""
-    if depth < MAX_DEPTH and isinstance(value, dict):
+def _unwritable_in(value: Any, depth: int, above: set[int] | None = None) -> _Unstorable | None:
+    """Where in ``value`` pydantic's JSON dump fails, as an ``_Unstorable`` with its path.
+    ``above``: the ids of the containers on the way, so that one met again inside itself is
+    named where it is, not walked ``MAX_DEPTH`` levels down (a path of 200 keys)."""
+    if depth >= MAX_DEPTH or not isinstance(value, (dict, list, tuple, set, frozenset, BaseModel)):
+        pass
+    elif above is not None and id(value) in above:
+        return _Unstorable(
+            f"it holds itself (a {type(value).__qualname__} inside itself): JSON holds no "
+            "references; give a copy, or what it stands for"
+        )
+    else:
+        above = set() if above is None else above
+        above.add(id(value))
+        try:
+            return _unwritable_inside(value, depth, above)
+        finally:
+            above.discard(id(value))
+    try:
+        to_jsonable_python(value)
+    except (ValueError, TypeError, UnicodeDecodeError) as exc:  # pydantic's, a key's, bytes'
+        return _Unstorable(_unstorable_reason(value, exc))
+    return None
+
+
+def _unwritable_inside(value: Any, depth: int, above: set[int]) -> _Unstorable | None:
+    """``_unwritable_in`` of a container or model ``value``, looked into."""
+    if isinstance(value, dict):
         for key, item in value.items():
             try:
                 to_jsonable_python({key: None})
             except (ValueError, TypeError, UnicodeDecodeError):  # a frozenset: TypeError
                 return _Unstorable(f"dict key {key!r} cannot be written as JSON; use string keys")
-            found = _unwritable_in(item, depth + 1)
+            found = _unwritable_in(item, depth + 1, above)
             if found is not None:
                 found.keys.append(str(key))
                 return found
         return None
-    if depth < MAX_DEPTH and isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
-            found = _unwritable_in(item, depth + 1)
+            found = _unwritable_in(item, depth + 1, above)
             if found is not None:
                 return found
         return None
-    if depth < MAX_DEPTH and isinstance(value, BaseModel):  # its fields: pydantic named none
-        failing = _failing_field(value, None)
-        if failing is not None:
-            name, inner, exc, plain = failing
-            found = _unwritable_in(inner, depth + 1) if plain else None
-            if found is None:  # written by the model's own rules: the field is named whole
-                found = _Unstorable(_unstorable_reason(inner, exc))
-            found.keys.append(name)
-            return found
-    try:
+    failing = _failing_field(value, None)  # its fields: pydantic named none
+    if failing is not None:
+        name, inner, exc, plain = failing
+        found = _unwritable_in(inner, depth + 1, above) if plain else None
+        if found is None:  # written by the model's own rules: the field is named whole
+            found = _Unstorable(_unstorable_reason(inner, exc))
+        found.keys.append(name)
+        return found
+    try:  # the model writes itself, and fails doing so: the model is the place
         to_jsonable_python(value)
     except (ValueError, TypeError, UnicodeDecodeError) as exc:  # pydantic's, a key's, bytes'
         return _Unstorable(_unstorable_reason(value, exc))
