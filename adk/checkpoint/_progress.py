@@ -154,27 +154,26 @@ class _Progress:
     ) -> bool:
         """Write the checkpoint again with each key of ``values`` in ``ctx``'s saved state set to
         its value (a ``ReActAgent`` sets ``done``, an ``ActionAgent``'s tool action ``done``,
-        ``places`` and ``structured``) and the session as it is now; True once written. Not written (False, with an
-        ``adk.checkpoint`` warning naming ``what`` was to be recorded): the claim was lost (the
-        run stops at its next event, ``Runner._resume_claimed``), the store holds other bytes
-        under the id now, the store failed (with any exception: a store of the three public
-        methods raises its own, an ``OSError``, not only ``CheckpointStoreError``; one let out
-        here ended the call's task without its outcome, and a round of several calls waited
-        for it forever), or a value cannot be stored. The run goes on as it
-        would have without the record: a failed write must not end a run that may still finish
-        (and delete its checkpoint), nor turn the store's error at its end (``the resumed run of
-        checkpoint ... finished``) into one a service reads as nothing having run. Once a write at
-        ``ctx``'s address failed, later ones are not tried (False, no warning): calls
-        that ended together wait on the lock, and would each try again and warn again (a store
-        down: each waiting for its own timeout in turn). ``settles``: the addresses of what
-        ``value`` finished (its calls): the checkpoint's points at or below them are noted as
-        settled (``codec._SETTLED``), which listings no longer show as waiting; the points
-        themselves stay, so the same answers still resume it. Both (``values``' entries too)
-        are read when the write happens, under the lock: a caller appending to shared lists
-        (calls that ended together) has the first write hold and settle them all, and a later
-        record with nothing new to write (each key holds its value and the points are settled)
-        writes nothing (True), told before the claim is looked at: a claim lost since that write
-        does not make it a warning."""
+        ``places`` and ``structured``) and the session as it is now; True once written. Not written
+        (False, with an ``adk.checkpoint`` warning naming ``what`` was to be recorded): the claim
+        was lost (the run stops at its next event, ``Runner._resume_claimed``), the store holds
+        other bytes under the id now, the store failed (with any exception: a store of the three
+        public methods raises its own, an ``OSError``, not only ``CheckpointStoreError``; one let
+        out here ended the call's task without its outcome, and a round of several calls waited for
+        it forever), or a value cannot be stored. The run goes on as it would have without the
+        record: a failed write must not end a run that may still finish (and delete its checkpoint),
+        nor turn the store's error at its end (``the resumed run of checkpoint ... finished``) into
+        one a service reads as nothing having run. Once a write at ``ctx``'s address failed, later
+        ones are not tried (False, no warning): calls that ended together wait on the lock, and
+        would each try again and warn again (a store down: each waiting for its own timeout in
+        turn). ``settles``: the addresses of what ``values`` finished (its calls): the checkpoint's
+        points at or below them are noted as settled (``codec._SETTLED``), which listings no longer
+        show as waiting; the points themselves stay, so the same answers still resume it. Both
+        (``values``' entries too) are read when the write happens, under the lock: a caller
+        appending to shared lists (calls that ended together) has the first write hold and settle
+        them all, and a later record with nothing new to write (each key holds its value and the
+        points are settled) writes nothing (True), told before the claim is looked at: a claim lost
+        since that write does not make it a warning."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         slot = ctx.address
