@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError
 
 from .checkpoint.codec import (
     MAX_DEPTH,
@@ -28,6 +27,7 @@ from .checkpoint.codec import (
     _number,
     _type_name,
     _Unstorable,
+    _unwritable_in,
     _validator_rejected,
     dropped_structured,
 )
@@ -132,8 +132,15 @@ def dump_message(message: Message, where: str) -> dict[str, Any]:
 def _message_data(message: Message, where: str) -> dict[str, Any]:
     try:
         dumped = _json_dump(message, exclude_none=True)  # NaN in metadata kept, then refused
-    except PydanticSerializationError as exc:  # metadata holding what pydantic cannot dump
-        raise TypeError(f"event {where}: {exc}") from None
+    except (ValueError, TypeError, UnicodeDecodeError) as exc:
+        # Metadata holding what pydantic cannot write: an object of its own, bytes that are not
+        # UTF-8, a frozenset key, a dict holding itself (a bare ValueError). Its words name no
+        # place; the codec's walk finds it (only on this failure) and the error names it.
+        found = _unwritable_in(message.metadata, 0, into="written as JSON")
+        if found is None:
+            raise TypeError(f"event {where}: {exc}") from None
+        path = "".join(f".{key}" for key in reversed(found.keys))
+        raise TypeError(f"event {where}.metadata{path}: {found.reason}") from None
     data, _ = dump_value(dumped, where)
     result: dict[str, Any] = data
     return result

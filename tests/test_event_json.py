@@ -432,7 +432,7 @@ async def test_a_pause_whose_info_json_cannot_hold_names_its_saved_checkpoint() 
         ),
         (
             AgentEvent.of(Message(role="assistant", metadata={"what": object()})),
-            "event output.message: ",
+            "event output.message.metadata.what: object cannot be written as JSON",
         ),
         # NaN in Any and dict fields: pydantic's JSON mode sent these as null
         (
@@ -451,6 +451,47 @@ def test_data_that_is_not_json_is_a_clear_error_naming_the_field(
 ) -> None:
     with pytest.raises(TypeError, match=error):
         event.to_dict()
+
+
+_LOOP: dict[str, Any] = {}
+_LOOP["again"] = _LOOP
+
+
+@pytest.mark.parametrize(
+    ("metadata", "error"),
+    [
+        ({"l": _LOOP}, r"event output.message.metadata.l.again: it holds itself \(a dict"),
+        ({"b": b"\xff"}, "event output.message.metadata.b: bytes that are not UTF-8 text"),
+        ({"k": {frozenset({1}): 1}}, r"event output.message.metadata.k: dict key frozenset"),
+        ({"o": [object()]}, r"event output.message.metadata.o: object cannot be written"),
+    ],
+    ids=["loop", "bytes", "frozenset-key", "object"],
+)
+def test_metadata_json_cannot_write_is_a_type_error_naming_where(
+    metadata: dict[str, Any], error: str
+) -> None:
+    """What pydantic itself cannot write in a message's metadata failed with its bare words,
+    naming nothing (a ValueError for a loop, a UnicodeDecodeError for bytes, a TypeError for a
+    frozenset key or an object of its own, without a path): a TypeError names the place."""
+    with pytest.raises(TypeError, match=error) as refused:
+        AgentEvent.of(Message(role="assistant", metadata=metadata)).to_dict()
+    assert "checkpoint" not in str(refused.value)
+
+
+def test_a_tool_messages_structured_value_holding_itself_is_dropped_not_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A loop in a tool's structured value (``metadata["structured"]``) was pydantic's
+    ValueError, which the drop (on TypeError alone) let out: the event was refused for a value
+    beside its text, where one of an object of its own is written as None."""
+    from adk.checkpoint import codec
+
+    codec._warned_structured.discard(("looped", "an event's JSON"))
+    message = Message(role="tool", content="ok", name="looped", metadata={"structured": _LOOP})
+    with caplog.at_level("WARNING", logger="adk.tools"):
+        dumped = AgentEvent.of(message).to_dict()["output"]["message"]
+    assert dumped["metadata"] == {"structured": None} and dumped["content"] == "ok"
+    assert any("'looped'" in r.getMessage() for r in caplog.records), caplog.records
 
 
 @pytest.mark.parametrize(

@@ -631,10 +631,16 @@ def _unwritable_model(value: BaseModel, exc: Exception) -> _Unstorable:
     return found if found is not None else _Unstorable(_unstorable_reason(value, exc))
 
 
-def _unwritable_in(value: Any, depth: int, above: set[int] | None = None) -> _Unstorable | None:
+_INTO = "stored in a checkpoint"  # what ``_unstorable_reason`` says a value cannot be
+
+
+def _unwritable_in(
+    value: Any, depth: int, above: set[int] | None = None, into: str = _INTO
+) -> _Unstorable | None:
     """Where in ``value`` pydantic's JSON dump fails, as an ``_Unstorable`` with its path.
     ``above``: the ids of the containers on the way, so that one met again inside itself is
-    named where it is, not walked ``MAX_DEPTH`` levels down (a path of 200 keys)."""
+    named where it is, not walked ``MAX_DEPTH`` levels down (a path of 200 keys). ``into``: what
+    the reason says the value cannot be (an event's JSON says "written as JSON")."""
     if depth >= MAX_DEPTH or not isinstance(value, (dict, list, tuple, set, frozenset, BaseModel)):
         pass
     elif above is not None and id(value) in above:
@@ -646,17 +652,17 @@ def _unwritable_in(value: Any, depth: int, above: set[int] | None = None) -> _Un
         above = set() if above is None else above
         above.add(id(value))
         try:
-            return _unwritable_inside(value, depth, above)
+            return _unwritable_inside(value, depth, above, into)
         finally:
             above.discard(id(value))
     try:
         to_jsonable_python(value)
     except (ValueError, TypeError, UnicodeDecodeError) as exc:  # pydantic's, a key's, bytes'
-        return _Unstorable(_unstorable_reason(value, exc))
+        return _Unstorable(_unstorable_reason(value, exc, into))
     return None
 
 
-def _unwritable_inside(value: Any, depth: int, above: set[int]) -> _Unstorable | None:
+def _unwritable_inside(value: Any, depth: int, above: set[int], into: str) -> _Unstorable | None:
     """``_unwritable_in`` of a container or model ``value``, looked into."""
     if isinstance(value, dict):
         for key, item in value.items():
@@ -664,42 +670,42 @@ def _unwritable_inside(value: Any, depth: int, above: set[int]) -> _Unstorable |
                 to_jsonable_python({key: None})
             except (ValueError, TypeError, UnicodeDecodeError):  # a frozenset: TypeError
                 return _Unstorable(f"dict key {key!r} cannot be written as JSON; use string keys")
-            found = _unwritable_in(item, depth + 1, above)
+            found = _unwritable_in(item, depth + 1, above, into)
             if found is not None:
                 found.keys.append(str(key))
                 return found
         return None
     if isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
-            found = _unwritable_in(item, depth + 1, above)
+            found = _unwritable_in(item, depth + 1, above, into)
             if found is not None:
                 return found
         return None
     failing = _failing_field(value, None)  # its fields: pydantic named none
     if failing is not None:
         name, inner, exc, plain = failing
-        found = _unwritable_in(inner, depth + 1, above) if plain else None
+        found = _unwritable_in(inner, depth + 1, above, into) if plain else None
         if found is None:  # written by the model's own rules: the field is named whole
-            found = _Unstorable(_unstorable_reason(inner, exc))
+            found = _Unstorable(_unstorable_reason(inner, exc, into))
         found.keys.append(name)
         return found
     try:  # the model writes itself, and fails doing so: the model is the place
         to_jsonable_python(value)
     except (ValueError, TypeError, UnicodeDecodeError) as exc:  # pydantic's, a key's, bytes'
-        return _Unstorable(_unstorable_reason(value, exc))
+        return _Unstorable(_unstorable_reason(value, exc, into))
     return None
 
 
-def _unstorable_reason(value: Any, exc: Exception) -> str:
-    """Why ``value``, which pydantic could not write (``exc``), cannot be stored."""
+def _unstorable_reason(value: Any, exc: Exception, into: str = _INTO) -> str:
+    """Why ``value``, which pydantic could not write (``exc``), cannot be ``into``."""
     if isinstance(value, (bytes, bytearray)):
         return (
-            f"{type(value).__name__} that are not UTF-8 text cannot be stored in a "
-            "checkpoint; decode them, or base64-encode them, first"
+            f"{type(value).__name__} that are not UTF-8 text cannot be {into}; decode them, "
+            "or base64-encode them, first"
         )
     return (
-        f"{type(value).__qualname__} cannot be stored in a checkpoint ({exc}); use JSON "
-        "values or pydantic models registered with adk.register_type"
+        f"{type(value).__qualname__} cannot be {into} ({exc}); use JSON values or pydantic "
+        "models registered with adk.register_type"
     )
 
 
