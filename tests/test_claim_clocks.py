@@ -13,23 +13,19 @@ meanwhile is not taken back as if nothing had happened.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from services import PostgresServer, RedisServer
+from claiming_stores import make_store_fixture  # noqa: F401
 
 import adk.checkpoint.sqlite
 from adk import Message, Role, RunError, Runner, tool
 from adk.checkpoint import (
     ClaimingCheckpointStore,
-    PostgresCheckpointStore,
-    RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
 from adk.checkpoint import _claim as _claim_module
@@ -142,33 +138,6 @@ async def test_a_resume_whose_claim_a_clock_step_lapsed_stops_and_leaves_the_che
         assert await store.get("order") == saved  # as the other worker loaded it
         assert "could not record" in caplog.text and "lost the claim" in caplog.text
         assert not await store.claim("order", "a third worker")  # the other's claim stands
-
-
-@pytest.fixture(params=["sqlite", "redis", "postgres"])
-async def make_store(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[Callable[..., ClaimingCheckpointStore]]:
-    """New store objects over one backend's data, as separate processes would have."""
-    unique = uuid.uuid4().hex[:12]
-    factory: Callable[..., Any]
-    if request.param == "sqlite":
-        factory = functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
-    elif request.param == "redis":
-        redis_server: RedisServer = request.getfixturevalue("redis_server")
-        factory = functools.partial(RedisCheckpointStore, redis_server.url, prefix=f"k{unique}:")
-    else:
-        pg: PostgresServer = request.getfixturevalue("postgres_server")
-        factory = functools.partial(PostgresCheckpointStore, pg.dsn, table=f"ck_{unique}")
-    made: list[Any] = []
-
-    def make(**options: Any) -> ClaimingCheckpointStore:
-        store = factory(**options)
-        made.append(store)
-        return store
-
-    yield make
-    for store in made:
-        await store.aclose()
 
 
 async def test_a_renewal_holds_only_while_the_claim_is_still_the_owners(

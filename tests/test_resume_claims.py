@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import signal
@@ -19,15 +18,15 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from claiming_stores import StoreFactory, make_store_fixture  # noqa: F401  (the fixture)
 from conftest import other_tasks
-from services import PostgresServer, RedisServer
+from services import PostgresServer
 
 import adk.checkpoint._claim
 from adk import (
@@ -57,34 +56,6 @@ from prebuilt import ReActAgent
 pytest_plugins = ["services"]
 
 ROOT = Path(__file__).resolve().parent.parent
-
-StoreFactory = Callable[..., ClaimingCheckpointStore]
-
-
-@pytest.fixture(params=["sqlite", "redis", "postgres"])
-async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
-    """New store objects over one backend's data (as separate processes would have), each with
-    the given ``claim_ttl``."""
-    unique = uuid.uuid4().hex[:12]
-    factory: StoreFactory
-    if request.param == "sqlite":
-        factory = functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
-    elif request.param == "redis":
-        redis_server: RedisServer = request.getfixturevalue("redis_server")
-        factory = functools.partial(RedisCheckpointStore, redis_server.url, prefix=f"c{unique}:")
-    else:
-        pg: PostgresServer = request.getfixturevalue("postgres_server")
-        factory = functools.partial(PostgresCheckpointStore, pg.dsn, table=f"cl_{unique}")
-    made: list[ClaimingCheckpointStore] = []
-
-    def make(**options: Any) -> ClaimingCheckpointStore:
-        store = factory(**options)
-        made.append(store)
-        return store
-
-    yield make
-    for store in made:
-        await store.aclose()  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------------------------------
