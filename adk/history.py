@@ -9,6 +9,7 @@ is the same for every other reader, so it is made once and cached on the entry.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Collection, Sequence
 
 from .agent import AgentInput
@@ -74,7 +75,7 @@ def _input_without_tool(
             if entries[at].agent_name in since:
                 start = at + 1
                 break
-    messages = list(lane.root) if not start else []
+    messages = _carried_without_tool(lane.root, tool, since) if not start else []
     for entry in entries[start:] if start else entries:
         message = entry.message
         if message.role == _TOOL and message.name == tool:
@@ -89,6 +90,45 @@ def _input_without_tool(
             message = rewrite_message(entry.agent_name, message)
         messages.append(message)
     return messages
+
+
+def _carried_without_tool(
+    root: Sequence[Message], tool: str, since: Collection[str]
+) -> list[Message]:
+    """The run's input as ``_input_without_tool`` reads the history, for a conversation carried
+    from run to run on ``result.messages``: there the earlier turns of a multi-agent run are the
+    user messages ``rewrite_message`` made (``For context: [A] ...``), which are read in its words.
+    A result of ``tool`` goes, and so does each call of it (a message left saying nothing too);
+    with ``since``, the input starts after the last message one of those agents said, as the
+    history does after their last entry. A message that is not in those words is kept as it is."""
+    begin = 0
+    if since:
+        heads = tuple(f"For context: [{name}] " for name in since)
+        for at in range(len(root) - 1, -1, -1):
+            if root[at].role == Role.USER and root[at].content.startswith(heads):
+                begin = at + 1
+                break
+    result = re.compile(
+        r"For context: \[[^\]\n]*\] `" + re.escape(tool) + "` tool returned result: "
+    )
+    call = re.compile(
+        r" \[[^\]\n]*\] called tool: `"
+        + re.escape(tool)
+        + r"` with arguments: \{[^{}]*\}\.(?= \[|$)"
+    )
+    kept: list[Message] = []
+    for message in root[begin:]:
+        text = message.content
+        if message.role == Role.USER and text.startswith("For context: ["):
+            if result.match(text):
+                continue
+            rest = call.sub("", text)
+            if rest != text:
+                if rest == "For context:":
+                    continue
+                message = message.model_copy(update={"content": rest})
+        kept.append(message)
+    return kept
 
 
 def _view(entry: _Entry, reader: str) -> Message:

@@ -162,3 +162,78 @@ async def test_one_plan_execute_serving_two_runs_at_once_keeps_each_runs_request
     assert first.session["objective"] == "A train to Bergen."
     assert second.session["objective"] == "A hotel in Oslo."
     assert waiting[0] == waiting[1]  # one address, two runs
+
+
+async def test_a_worker_in_a_carried_conversation_reads_since_its_turn() -> None:
+    """A conversation goes on run after run on ``result.messages`` (docs/agents.md): under a
+    Supervisor each earlier turn comes back as ``For context: ...`` user messages, and every one
+    of them was the worker's objective, the supervisor's ``transfer_to_agent`` calls and their
+    results included, repeated in every executor and replanner prompt and growing with each
+    turn of the conversation. The carried turns are read as a run's own: without the transfer
+    bookkeeping, and from after the worker's last turn."""
+    executor_model = ScriptedModel(["4 EUR a box.", "3 EUR a bag."])
+    research = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["find prices"]})] * 2), name="r_planner"),
+        new_executor(executor_model, tools=[], name="r_executor"),
+        new_replanner(ScriptedModel(["Tea: 4 EUR.", "Coffee: 3 EUR."]), name="r_replanner"),
+        name="research",
+        description="Researches with a plan.",
+    )
+
+    def delegate(text: str) -> Message:
+        return Message.assistant(text, [tool_call("transfer_to_agent", {"agent_name": "research"})])
+
+    manager_model = ScriptedModel(
+        [
+            delegate("Research tea prices"),
+            "Tea is 4 EUR.",
+            delegate("Now coffee"),
+            "Coffee is 3 EUR.",
+        ]
+    )
+    runner = Runner(Supervisor(ReActAgent("manager", manager_model), [research]))
+
+    first = await runner.invoke("Price our tea.")
+    second = await runner.invoke([*first.messages, Message.user("And coffee?")])
+
+    assert second.text == "Coffee is 3 EUR."
+    objectives = [
+        request.messages[-1].content.split("\n\nPlan (remaining steps):")[0]
+        for request in executor_model.requests
+    ]
+    assert objectives == [
+        "Objective:\nPrice our tea.\nFor context: [manager] said: Research tea prices.",
+        "Objective:\nFor context: [manager] said: Tea is 4 EUR..\nAnd coffee?\n"
+        "For context: [manager] said: Now coffee.",
+    ]
+    assert second.session["objective"] == objectives[1].removeprefix("Objective:\n")
+
+
+async def test_a_carried_conversation_objective_leaves_out_transfers() -> None:
+    """The first turn of a worker late in a conversation reads the whole conversation, as the
+    first delegation of a run does, but not the transfers to the other workers carried in it."""
+    executor_model = ScriptedModel(["4 EUR a box."])
+    research = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["find prices"]})]), name="r_planner"),
+        new_executor(executor_model, tools=[], name="r_executor"),
+        new_replanner(ScriptedModel(["Tea: 4 EUR."]), name="r_replanner"),
+        name="research",
+        description="Researches with a plan.",
+    )
+    chat = ReActAgent("chat", ScriptedModel(["Hello!"]), description="Chats.")
+    to = {
+        name: Message.assistant("", [tool_call("transfer_to_agent", {"agent_name": name})])
+        for name in ("chat", "research")
+    }
+    manager_model = ScriptedModel([to["chat"], "Said hello.", to["research"], "Tea is 4 EUR."])
+    runner = Runner(Supervisor(ReActAgent("manager", manager_model), [chat, research]))
+
+    first = await runner.invoke("Hi!")
+    assert any("transfer_to_agent" in m.content for m in first.messages)  # carried as context
+    await runner.invoke([*first.messages, Message.user("Price our tea.")])
+
+    prompt = executor_model.requests[0].messages[-1].content
+    assert prompt.startswith(
+        "Objective:\nHi!\nFor context: [chat] said: Hello!.\n"
+        "For context: [manager] said: Said hello..\nPrice our tea.\n\nPlan"
+    )
