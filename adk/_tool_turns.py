@@ -34,7 +34,9 @@ CHAT_ADVICE = (
 """The same for a ``ChatRequestEvent``'s messages: no checkpoint is the action's to resume."""
 
 
-def refusal(messages: list[Message], where: str, advice: str) -> str | None:
+def refusal(
+    messages: list[Message], where: str, advice: str, *, events_hint: bool = True
+) -> str | None:
     """Why a model API refuses ``messages`` for their tool turns, as a refusal naming the message
     (``f"{where} message {index}"``) and what to do; None when it takes them. An assistant
     message's call that no tool message right after it answers (a paused turn's messages kept
@@ -47,13 +49,15 @@ def refusal(messages: list[Message], where: str, advice: str) -> str | None:
     run's own calls are (``runner._answer_open_calls``): it may be waiting on its checkpoint,
     whose resume answers it, and a made-up result would lose that. A result answers the call of
     the reply right before it, so a model that numbers its calls afresh in each reply
-    (``call_0`` every time) is taken. One pass."""
+    (``call_0`` every time) is taken. One pass. ``events_hint``: a stray result's refusal says
+    where a streaming run's whole conversation is (messages made from its events); not for a
+    ``history_rewriter``'s answer, made from the history."""
     count = len(messages)
     index = 0
     while index < count:
         message = messages[index]
         if message.role == _TOOL:  # not right after an assistant message's calls
-            return _stray_result(messages, index, None, where)
+            return _stray_result(messages, index, None, where, events_hint)
         index += 1
         if not message.tool_calls or message.role != _ASSISTANT:
             continue
@@ -63,7 +67,7 @@ def refusal(messages: list[Message], where: str, advice: str) -> str | None:
         while index < count and messages[index].role == _TOOL:
             call_id = messages[index].tool_call_id
             if call_id in answered:  # the call right before answered twice
-                return _stray_result(messages, index, asked, where)
+                return _stray_result(messages, index, asked, where, events_hint)
             answered[call_id] = index
             index += 1
         call = next((c for c in calls if c.id not in answered), None)
@@ -91,7 +95,7 @@ def refusal(messages: list[Message], where: str, advice: str) -> str | None:
             )
         if len(answered) > len(ids):  # every call answered, and some other id too
             stray = min(at for i, at in answered.items() if i not in ids)
-            return _stray_result(messages, stray, asked, where)
+            return _stray_result(messages, stray, asked, where, events_hint)
     return None
 
 
@@ -109,7 +113,9 @@ def _late_result(messages: list[Message], start: int, call_id: str) -> int | Non
     return None
 
 
-def _stray_result(messages: list[Message], index: int, asked: int | None, where: str) -> str:
+def _stray_result(
+    messages: list[Message], index: int, asked: int | None, where: str, events_hint: bool = True
+) -> str:
     """The refusal of ``messages[index]``, a tool message that answers no call of the assistant
     message right before its run of tool messages (``asked``; None: there is none): which call it
     answers a second time when an earlier message made it, else that no message right before it
@@ -147,7 +153,11 @@ def _stray_result(messages: list[Message], index: int, asked: int | None, where:
         f"{where} message {index} (tool) answers the call id {call_id!r}, which no assistant "
         f"message right before it makes, {refused} (OpenAI: \"messages with role 'tool' must be "
         "a response to a preceding message with 'tool_calls'\"): put it right after the "
-        f"assistant message whose call it answers, or {drop} (a streaming run's event.message is "
-        "None for the model's replies: adk.run_messages(events) or result.messages gives the "
-        "whole conversation)"
+        f"assistant message whose call it answers, or {drop}"
+        + (
+            " (a streaming run's event.message is None for the model's replies: "
+            "adk.run_messages(events) or result.messages gives the whole conversation)"
+            if events_hint
+            else ""
+        )
     )

@@ -12,6 +12,7 @@ import inspect
 import re
 from collections.abc import Callable, Collection, Sequence
 
+from . import _tool_turns
 from .agent import AgentInput
 from .context import HistoryEntry, RunContext, _Entry
 from .messages import Message, Role
@@ -234,7 +235,10 @@ def _rewritten(messages: object, rewriter: HistoryRewriter, agent_name: str) -> 
     if isinstance(messages, list | tuple):
         wrong = next((m for m in messages if not isinstance(m, Message)), None)
         if wrong is None:
-            return list(messages)
+            kept = list(messages)
+            if any(m.tool_calls or m.role == _TOOL for m in kept):
+                _check_tool_turns(kept, rewriter, agent_name)
+            return kept
         got = f"{type(wrong).__name__} among them"
         if isinstance(wrong, HistoryEntry):
             got += " (an entry's message is entry.message)"
@@ -244,3 +248,24 @@ def _rewritten(messages: object, rewriter: HistoryRewriter, agent_name: str) -> 
         f"agent '{agent_name}': history_rewriter {rewriter!r} must return a list of Messages, "
         f"got {got}; adk.history.default_rewriter(entries, agent_name) is the default view"
     )
+
+
+_REWRITER_ADVICE = (
+    "cut the conversation only before a user message, never between a model's tool calls and "
+    "their results (docs/agents.md, a long conversation), or keep or drop a call and its results "
+    "together"
+)
+
+
+def _check_tool_turns(messages: list[Message], rewriter: HistoryRewriter, agent_name: str) -> None:
+    """Refuse a rewriter's answer that parts a model's tool call from its result (a trim by count,
+    the tool results dropped to save tokens), as the run's own input is refused (``_tool_turns``):
+    sent on, a model API answers 400 ("tool_call_ids did not have response messages", "messages
+    with role 'tool' must be a response to a preceding message with 'tool_calls'") naming no
+    rewriter, after the request was made. Only for an answer holding calls or results."""
+    refused = _tool_turns.refusal(messages, "its", _REWRITER_ADVICE, events_hint=False)
+    if refused is not None:
+        raise ValueError(
+            f"agent '{agent_name}': history_rewriter {rewriter!r} returned messages no model "
+            f"can be sent: {refused}"
+        )

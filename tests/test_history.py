@@ -399,3 +399,62 @@ async def test_a_rewriter_that_returns_the_entries_fails_its_agent_saying_to_tak
     assert "must return a list of Messages, got HistoryEntry among them" in said
     assert "entry.message" in said
     assert model.requests == []
+
+
+async def test_a_rewriter_that_parts_a_call_from_its_result_is_refused_naming_it() -> None:
+    """A rewriter trimming a long conversation to save tokens (here: dropping the tool results)
+    parted a model's tool call from its result. Its messages went to the model as they were, and
+    a real server answered 400 ("tool_call_ids did not have response messages") naming no
+    rewriter, after the request was sent; the run's own input is refused for the same before
+    anything runs. The rewriter's answer is checked as that input is: the agent fails naming it,
+    and no model is asked."""
+    from conftest import wire_model
+    from openai_server import OpenAIServer
+    from openai_server import Reply as WireReply
+
+    def without_tool_results(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+        return [e.message for e in entries if e.message.role != "tool"]
+
+    earlier = [
+        Message.user("1 + 2?"),
+        Message.assistant("", [ToolCall(id="call_1", name="add", arguments='{"a": 1, "b": 2}')]),
+        Message.tool("3", tool_call_id="call_1", name="add"),
+        Message.assistant("3"),
+    ]
+    async with OpenAIServer([WireReply(text="6")]) as server:
+        async with wire_model(server) as model:
+            agent = ReActAgent("calc", model, history_rewriter=without_tool_results)
+            with pytest.raises(RunError) as failed:
+                await Runner(agent).invoke([*earlier, Message.user("Times two?")])
+        assert server.requests == []  # refused before the model was asked
+    assert isinstance(failed.value.__cause__, ValueError)
+    message = str(failed.value)
+    assert "agent 'calc': history_rewriter" in message and "without_tool_results" in message
+    assert "message 1 (assistant) calls the tool 'add' (call id 'call_1')" in message
+    assert "never between a model's tool calls and their results" in message
+
+
+async def test_a_rewriter_keeping_a_result_without_its_call_is_refused_naming_it() -> None:
+    """The other way round: a cut by count that keeps a tool result and drops the call before it."""
+
+    def last_three(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+        return [e.message for e in entries][-3:]
+
+    earlier = [
+        Message.user("1 + 2?"),
+        Message.assistant("", [ToolCall(id="call_1", name="add", arguments="{}")]),
+        Message.tool("3", tool_call_id="call_1", name="add"),
+        Message.assistant("3"),
+    ]
+    model = ScriptedModel(["6"])
+    agent = ReActAgent("calc", model, history_rewriter=last_three)
+    with pytest.raises(RunError, match=r"history_rewriter .*last_three.* message 0 \(tool\)"):
+        await Runner(agent).invoke([*earlier, Message.user("Times two?")])
+    assert model.requests == []
+
+    def last_two(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+        return [e.message for e in entries][-2:]
+
+    # A cut before a user message is taken as it is.
+    agent = ReActAgent("calc", model, history_rewriter=last_two)
+    assert (await Runner(agent).invoke([*earlier, Message.user("Times two?")])).text == "6"
