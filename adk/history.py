@@ -214,6 +214,10 @@ def _check_rewriter(rewriter: object, where: str) -> None:
             f"{where}: history_rewriter must be a function f(entries, agent_name) -> "
             f"list[Message], got {type(rewriter).__name__}"
         )
+    if inspect.iscoroutinefunction(rewriter) or inspect.iscoroutinefunction(
+        type(rewriter).__call__  # an object whose ``async def __call__``
+    ):
+        raise TypeError(_async_refusal(where, rewriter))
     try:
         signature = inspect.signature(rewriter, follow_wrapped=False)
     except (TypeError, ValueError):
@@ -243,10 +247,27 @@ def _rewritten(messages: object, rewriter: HistoryRewriter, agent_name: str) -> 
         if isinstance(wrong, HistoryEntry):
             got += " (an entry's message is entry.message)"
     else:
+        if inspect.isawaitable(messages):  # not known as async where it was given
+            if inspect.iscoroutine(messages):
+                messages.close()  # never to be awaited: no "was never awaited" warning
+            raise TypeError(_async_refusal(f"agent '{agent_name}'", rewriter))
         got = type(messages).__name__
     raise TypeError(
         f"agent '{agent_name}': history_rewriter {rewriter!r} must return a list of Messages, "
         f"got {got}; adk.history.default_rewriter(entries, agent_name) is the default view"
+    )
+
+
+def _async_refusal(where: str, rewriter: object) -> str:
+    """Why an async ``history_rewriter`` is refused: the input it shapes is built where nothing
+    is awaited (lazily, when the agent reads ``input.messages``), so its coroutine could never run;
+    a summary made by a model, what it is written async for, has two places that can await."""
+    return (
+        f"{where}: history_rewriter {rewriter!r} is async, and it must be a plain function "
+        "f(entries, agent_name) -> list[Message]: it runs as the agent's input is built, where "
+        "nothing is awaited. To summarise old turns with a model, do it before the run (in the "
+        "messages you pass) or in an async before_model callback, which may change the call's "
+        "request.messages (docs/agents.md, a long conversation)"
     )
 
 

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+import inspect
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any
 
 import pytest
 from conftest import ScriptAgent, act_transfer, do, run_events
@@ -458,3 +460,44 @@ async def test_a_rewriter_keeping_a_result_without_its_call_is_refused_naming_it
     # A cut before a user message is taken as it is.
     agent = ReActAgent("calc", model, history_rewriter=last_two)
     assert (await Runner(agent).invoke([*earlier, Message.user("Times two?")])).text == "6"
+
+
+async def test_an_async_rewriter_is_refused_where_it_is_given() -> None:
+    """Summarising old turns takes a model call, so a user writes the rewriter ``async def``. It
+    was taken where given (it can be called as f(entries, agent_name)) and failed every start of
+    the agent with "must return a list of Messages, got coroutine" and a RuntimeWarning that the
+    coroutine was never awaited. It is refused where it is given, saying where to summarise."""
+
+    async def summarise(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+        return [e.message for e in entries]
+
+    with pytest.raises(TypeError, match=r"history_rewriter .*summarise.* is async") as refused:
+        ReActAgent("assistant", ScriptedModel(["hi"]), history_rewriter=summarise)
+    assert "before_model callback" in str(refused.value)
+    with pytest.raises(TypeError, match=r"history_rewriter .*summarise.* is async"):
+        with_sub_agents(ScriptAgent("A"), [ScriptAgent("B")], history_rewriter=summarise)
+
+
+async def test_a_rewriter_object_whose_call_is_async_fails_the_agent_without_a_stray_coroutine() -> (
+    None
+):
+    """One that cannot be told async where it is given (an object whose ``__call__`` returns an
+    awaitable it makes) fails the agent saying the same, its coroutine closed, not left to warn
+    "never awaited" when collected."""
+
+    class Later:
+        def __init__(self) -> None:
+            self.made: list[Coroutine[Any, Any, list[Message]]] = []
+
+        def __call__(self, entries: Sequence[HistoryEntry], agent_name: str) -> object:
+            async def messages() -> list[Message]:
+                return [e.message for e in entries]
+
+            self.made.append(messages())
+            return self.made[-1]
+
+    model, later = ScriptedModel(["hi"]), Later()
+    with pytest.raises(RunError, match=r"history_rewriter .* is async") as failed:
+        await Runner(ReActAgent("assistant", model, history_rewriter=later)).invoke("hello")
+    assert isinstance(failed.value.__cause__, TypeError) and model.requests == []
+    assert [inspect.getcoroutinestate(c) for c in later.made] == [inspect.CORO_CLOSED]
