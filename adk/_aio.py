@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextvars import ContextVar
@@ -193,6 +194,65 @@ class AsyncCloseable:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+# Who holds a shared closeable open (``Resources``, an ``MCPToolset``, an ``OpenAIChatModel``; any
+# part of an agent tree a runner closes): ``async with obj:`` blocks on it and runners inside
+# ``async with runner:`` that use it. A runner per request over shared ones closes at its end only
+# what nobody else holds (``Runner.aclose``), so the last holder to let go closes it. Kept here by
+# ``id`` with the object itself (not on the object: a tool with slots has no room for it, and a
+# part of one's own is no class of ours), each entry dropped when its count is back to 0. A lock,
+# as loops in several threads may share one (``asyncio.run`` per request in worker threads).
+_HOLDS: dict[int, list[Any]] = {}
+_HOLDING = threading.Lock()
+
+
+def hold(part: object) -> None:
+    """Count one more holder of ``part``."""
+    with _HOLDING:
+        entry = _HOLDS.get(id(part))
+        if entry is None:
+            _HOLDS[id(part)] = [part, 1]
+        else:
+            entry[1] += 1
+
+
+def release(part: object) -> bool:
+    """Count one holder of ``part`` fewer; True when none is left (nor was: never held)."""
+    with _HOLDING:
+        entry = _HOLDS.get(id(part))
+        if entry is None:
+            return True
+        entry[1] -= 1
+        if entry[1] > 0:
+            return False
+        del _HOLDS[id(part)]
+        return True
+
+
+def held(part: object) -> bool:
+    """Whether anyone holds ``part`` open (``hold``)."""
+    return id(part) in _HOLDS
+
+
+class SharedCloseable(AsyncCloseable):
+    """An ``AsyncCloseable`` several users may share: ``async with obj:`` holds it open, and the
+    block's end closes it only if no other holder is left (another ``async with`` on it, a runner
+    using it inside its own ``async with``), else the last of them closes it. ``aclose()`` itself
+    closes at once, whoever holds it: it is the explicit close."""
+
+    async def __aenter__(self) -> Self:
+        hold(self)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if release(self):
+            await self.aclose()
 
 
 # Cleanup that must finish even when the task running it is cancelled again meanwhile. asyncio

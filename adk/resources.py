@@ -2,7 +2,8 @@
 
 Agents may name their tools (``tools=["get_time"]``) instead of holding them, so one configuration
 can declare what exists and agents pick by name at run time. ``Resources`` is that registry: the
-``Runner`` receives it (``Runner(agent, resources=...)``) and closes it with the runner.
+``Runner`` receives it (``Runner(agent, resources=...)``) and closes it with the runner, unless
+someone else holds it open (``async with resources:``, another runner inside its ``async with``).
 
 MCP servers are registered with ``add_mcp``; their tools and prompts join the registry under their
 own names (or ``{prefix}_{name}``), listed lazily the first time a name is looked up, and again when
@@ -25,7 +26,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._aio import AsyncCloseable, finish
+from ._aio import SharedCloseable, finish, held
 from ._error_pickle import reduce_error
 from .messages import Message
 from .tools._origin import tool_origin
@@ -167,12 +168,15 @@ class _RenamedTool:
         return await self._tool.run(arguments, ctx)
 
 
-class Resources(AsyncCloseable):
+class Resources(SharedCloseable):
     """A registry of named models, tools, prompts and MCP servers.
 
     Registration is synchronous and checks names at once; lookups of MCP-provided names are async
-    because the first one connects to the servers. ``aclose()`` (or ``async with``) closes MCP
-    sessions and any model with an ``aclose`` method.
+    because the first one connects to the servers. ``aclose()`` closes MCP sessions and any model
+    with an ``aclose`` method. ``async with resources:`` holds them open for its block: a
+    ``Runner`` given them closes them at its end only when nobody else holds them (see
+    ``Runner.aclose``), and the block's end closes them unless a runner inside its own
+    ``async with`` still uses them (that runner's end then does).
     """
 
     def __init__(self) -> None:
@@ -552,18 +556,28 @@ class Resources(AsyncCloseable):
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Close every MCP session and every model that has ``aclose``. Safe to call twice.
+        """Close every MCP session and every model that has ``aclose``, but for a toolset or
+        model that someone else holds open (``async with toolset:``, a runner inside its
+        ``async with`` whose agents hold it), which its last holder closes. Safe to call twice.
 
         Everything is closed even if one close fails; the first failure is then raised.
         """
         loop = asyncio.get_running_loop()
-        asking = [task for task in self._asking.values() if task.get_loop() is loop]
-        self._asking.clear()
-        closers: list[Any] = [toolset.aclose for toolset in self._mcp.values()]
+        kept = {name for name, toolset in self._mcp.items() if held(toolset)}
+        asking = [
+            task
+            for (_, server), task in self._asking.items()
+            if server not in kept and task.get_loop() is loop
+        ]
+        for key in [key for key in self._asking if key[1] not in kept]:
+            del self._asking[key]
+        closers: list[Any] = [
+            toolset.aclose for name, toolset in self._mcp.items() if name not in kept
+        ]
         closers += [
             close
             for model in self._models.values()
-            if callable(close := getattr(model, "aclose", None))
+            if not held(model) and callable(close := getattr(model, "aclose", None))
         ]
         if not closers:
             return

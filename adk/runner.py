@@ -24,7 +24,8 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel
 
@@ -41,6 +42,9 @@ from ._aio import (
     being_cancelled,
     closing,
     finish,
+    held,
+    hold,
+    release,
     run_ended,
     run_resumed,
     run_started,
@@ -1453,14 +1457,64 @@ class Runner(AsyncCloseable):
         return checkpoint.list_pending(self.checkpoint_store, prefix, agent=self.agent.name)
 
     # -- lifecycle ---------------------------------------------------------------------------
-    async def aclose(self) -> None:
-        """Close what the runner's runs use: its ``resources`` and every part of the agent tree
-        that has an ``aclose`` (models, MCP toolsets, tools, agents; see ``_closable_parts``),
-        each once. One failing does not keep the others open: all are closed, then the first
-        failure is raised (the others are logged)."""
+    # Class defaults, so a runner never entered (one per request) pays nothing for them: how many
+    # ``async with`` blocks are inside this runner now, and what it holds open for them.
+    _entered = 0
+    _holding: list[Any] | None = None
+
+    async def __aenter__(self) -> Self:
+        """Hold open, for the block, what the runner's runs use (``aclose`` says what): another
+        runner's end, or the end of an ``async with`` on one of them, leaves it open meanwhile,
+        and this block's end closes what nobody else holds then."""
+        if self._entered == 0 and self._holding is None:
+            parts = self._parts()
+            for part in parts:
+                hold(part)
+            self._holding = parts
+        self._entered += 1
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        del exc, tb  # not kept in this frame while it awaits: see _driver.NO_EVENT
+        self._entered -= 1
+        if self._entered == 0:
+            await self.aclose()
+
+    def _parts(self) -> list[Any]:
+        """What the runner closes: every part of the agent tree that has an ``aclose``, then its
+        ``resources`` (if they have one)."""
         parts = _closable_parts(self.agent)
-        if self.resources is not None and callable(getattr(self.resources, "aclose", None)):
-            parts.append(self.resources)
+        resources = self.resources
+        if (
+            resources is not None
+            and callable(getattr(resources, "aclose", None))
+            and not any(part is resources for part in parts)
+        ):
+            parts.append(resources)
+        return parts
+
+    async def aclose(self) -> None:
+        """Close what the runner's runs use that nobody else holds open: its ``resources`` and
+        every part of the agent tree that has an ``aclose`` (models, MCP toolsets, tools, agents;
+        see ``_closable_parts``), each once. Held open, and so left to its last holder to close,
+        is what another runner uses inside its own ``async with runner:``, and a ``Resources``,
+        ``MCPToolset`` or ``OpenAIChatModel`` inside an ``async with`` on it: a runner made per
+        request over shared ones closes nothing under the others' runs. The runner lets go of
+        what it held for its own ``async with`` first. One failing does not keep the others
+        open: all are closed, then the first failure is raised (the others are logged)."""
+        holding, self._holding = self._holding, None
+        parts = self._parts()
+        if holding:
+            for part in holding:
+                release(part)
+            found = {id(part) for part in parts}
+            parts += [part for part in holding if id(part) not in found]  # gone from the tree since
+        parts = [part for part in parts if not held(part)]
         if not parts:
             return
         # Concurrently, and to its end even if our caller is cancelled meanwhile (a cancelled run

@@ -36,7 +36,7 @@ from mcp.types import (
 from mcp.types import Prompt as _WirePrompt
 from mcp.types import Tool as _WireTool
 
-from .._aio import AsyncCloseable, finish
+from .._aio import SharedCloseable, finish
 from .._approval import gate, resumed_decision
 from .._loop_clients import LoopClients
 from ..messages import Message
@@ -457,7 +457,7 @@ async def _all_pages(list_page: Callable[..., Awaitable[Any]], field: str) -> li
     return items
 
 
-class MCPToolset(AsyncCloseable):
+class MCPToolset(SharedCloseable):
     """The tools of one MCP server, as a pyadk ``Toolset``.
 
     Nothing happens at construction: the first ``tools()`` (or tool call, or prompt) connects. The

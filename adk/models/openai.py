@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import openai
 
-from .._aio import AsyncCloseable
+from .._aio import SharedCloseable
 from .._loop_clients import LoopClients
 from .._urls import redacted_url
 from ..messages import Message, MessageChunk
@@ -133,7 +133,7 @@ def _check_api_key(key: str, source: str) -> None:
         )
 
 
-class OpenAIChatModel(AsyncCloseable):
+class OpenAIChatModel(SharedCloseable):
     """A ChatModel over the ``openai`` package's ``AsyncOpenAI``, Chat Completions or Responses API.
 
     ``base_url`` (else ``OPENAI_BASE_URL``, else OpenAI itself) is the API root. The rule: a URL
@@ -1461,8 +1461,9 @@ def _closed_message(model: OpenAIChatModel) -> str:
     and its agents, the model with them, were then run by another runner."""
     return (
         f"{model!r} is closed: its aclose() ran, or that of a Runner whose agents use it "
-        "(async with runner: closes every model of its agents); keep one runner open for as "
-        "long as the agents run, or make a new model"
+        "(async with runner: closes every model of its agents that nothing else holds open); "
+        "keep one runner open for as long as the agents run (or hold the model open around "
+        "the runners made per request: async with model:), or make a new model"
     )
 
 

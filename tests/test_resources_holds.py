@@ -1,0 +1,235 @@
+"""A runner closes only what nobody else holds open: ``Resources``, MCP toolsets and models shared
+by runners made per request survive each request's ``async with Runner(...)``, against real MCP
+servers (tests/mcp_servers) over stdio and streamable HTTP and the OpenAI wire server.
+
+One HTTP server process for the module; each stdio server is a fork of the session's fork server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import pid_exists, wire_model
+from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
+from openai_server import OpenAIServer
+from openai_server import Reply as WireReply
+
+from adk import RunError, Runner, tool
+from adk.mcp import HTTPServer, MCPToolset, StdioServer
+from adk.resources import Resources
+from adk.runner import RunResult
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def http_process() -> Iterator[HTTPServerProcess]:
+    process = HTTPServerProcess()
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest, http_process: HTTPServerProcess) -> Any:
+    if request.param == "stdio":
+        return StdioServer(sys.executable, [str(STDIO_SCRIPT)])
+    return HTTPServer(http_process.url)
+
+
+def session_tasks(server: object) -> list[asyncio.Task[Any]]:
+    """The tasks keeping the MCP sessions to ``server`` open (one per live session)."""
+    return [t for t in asyncio.all_tasks() if t.get_name() == f"mcp session {server}"]
+
+
+def asks_pid(*more: Reply) -> ScriptedModel:
+    """A request's model: it calls the MCP server's ``pid`` tool, then answers."""
+    return ScriptedModel([Reply(tool_calls=[tool_call("pid")]), *more, "done"])
+
+
+def pids(result: RunResult) -> list[int]:
+    """What the ``pid`` calls of a run answered (the serving process, for a stdio server)."""
+    return [
+        int(event.message.content)
+        for event in result.events
+        if event.message is not None
+        and event.message.role == "tool"
+        and event.message.name == "pid"
+    ]
+
+
+def shared_resources(server: Any) -> tuple[Resources, MCPToolset]:
+    resources = Resources()
+    return resources, resources.add_mcp("demo", server)
+
+
+@pytest.mark.parametrize("holder", ["resources", "runner"])
+@pytest.mark.parametrize("request_closes", ["async with", "aclose"])
+async def test_shared_resources_survive_a_runner_per_request(
+    server: Any, holder: str, request_closes: str
+) -> None:
+    """A service holds its ``Resources`` open for its life (``async with resources:``, or a
+    runner of its own inside ``async with``); each request's runner, closed at the request's end,
+    leaves them open: every request is served by the one session (one stdio server process), and
+    the service's end closes it. Before, each request's end closed them, and the next request
+    connected again (a new process)."""
+    resources, toolset = shared_resources(server)
+    life = (
+        resources
+        if holder == "resources"
+        else Runner(ReActAgent("app", asks_pid()), resources=resources)
+    )
+    served: list[int] = []
+    sessions: set[int] = set()
+    async with life:
+        for _ in range(3):
+            agent = ReActAgent("clerk", asks_pid(), tools=["pid"])
+            if request_closes == "async with":
+                async with Runner(agent, resources=resources) as runner:
+                    served += pids(await runner.invoke("which process?"))
+            else:
+                runner = Runner(agent, resources=resources)
+                try:
+                    served += pids(await runner.invoke("which process?"))
+                finally:
+                    await runner.aclose()
+            sessions.add(id(toolset._session))
+            assert len(session_tasks(server)) == 1  # still open between requests
+        assert len(sessions) == 1  # one session served every request
+        assert len(set(served)) == 1 and len(served) == 3
+    assert session_tasks(server) == []  # the service's end closed it
+    if isinstance(server, StdioServer):
+        assert not pid_exists(served[0])
+
+
+async def test_a_runner_that_alone_uses_its_resources_closes_them(server: Any) -> None:
+    """DESIGN's ``async with runner:`` closes resources: the runner given a ``Resources`` no one
+    else holds, and one that found its toolset on its agent, close them at their end."""
+    resources, _ = shared_resources(server)
+    async with Runner(ReActAgent("clerk", asks_pid(), tools=["pid"]), resources=resources) as r:
+        [pid] = pids(await r.invoke("which process?"))
+        assert len(session_tasks(server)) == 1
+    assert session_tasks(server) == []
+    toolset = MCPToolset(server)
+    async with Runner(ReActAgent("clerk", asks_pid(), tools=[toolset])) as r:
+        [again] = pids(await r.invoke("which process?"))
+    assert session_tasks(server) == []
+    if isinstance(server, StdioServer):
+        assert not pid_exists(pid) and not pid_exists(again)
+    # An unentered runner closed by hand is the one user too.
+    runner = Runner(ReActAgent("clerk", asks_pid(), tools=["pid"]), resources=resources)
+    await runner.invoke("which process?")
+    await runner.aclose()
+    assert session_tasks(server) == []
+
+
+@pytest.mark.parametrize("first", ["runner", "resources block"])
+async def test_the_first_holder_ending_leaves_them_open_to_a_runner_mid_run(
+    server: Any, first: str
+) -> None:
+    """Two holders of one ``Resources``: a runner (or the caller's ``async with resources:``)
+    ends while another runner, inside its own ``async with``, is in the middle of a run between
+    two calls of the server. The run goes on over the same session, and the second runner's end
+    closes it, as it is the last holder. Before, the first end closed the session under the run:
+    its next call connected again (a new server process, left to nobody to close)."""
+    resources, toolset = shared_resources(server)
+    inside, go_on = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def wait_a_little() -> str:
+        """Wait until told to go on."""
+        inside.set()
+        await go_on.wait()
+        return "went on"
+
+    script = asks_pid(
+        Reply(tool_calls=[tool_call("wait_a_little")]), Reply(tool_calls=[tool_call("pid")])
+    )
+    second = Runner(ReActAgent("clerk", script, tools=["pid", wait_a_little]), resources=resources)
+    first_holder: Any = (
+        resources
+        if first == "resources block"
+        else Runner(ReActAgent("other", asks_pid()), resources=resources)
+    )
+    await first_holder.__aenter__()
+    async with second:
+        running = asyncio.create_task(second.invoke("which process, twice?"))
+        try:
+            async with asyncio.timeout(30):
+                await inside.wait()
+            session = toolset._session
+            await first_holder.__aexit__(None, None, None)  # the first holder's end, mid-run
+            assert len(session_tasks(server)) == 1
+        finally:
+            go_on.set()
+            result = await running
+        before, after = pids(result)
+        assert before == after and toolset._session is session
+    assert session_tasks(server) == []  # the last holder's end closed it
+    if isinstance(server, StdioServer):
+        assert not pid_exists(before)
+
+
+async def test_concurrent_requests_share_one_session_and_the_service_end_closes_it(
+    server: Any,
+) -> None:
+    """Requests served at once, each with its runner in ``async with``: none of their ends closes
+    the session under the others, and the service's end leaves no session, task or process."""
+    resources, _ = shared_resources(server)
+    before = {t for t in asyncio.all_tasks() if not t.done()}
+
+    async def request() -> list[int]:
+        async with Runner(ReActAgent("clerk", asks_pid(), tools=["pid"]), resources=resources) as r:
+            return pids(await r.invoke("which process?"))
+
+    async with resources:
+        served = await asyncio.gather(*(request() for _ in range(4)))
+        assert len(session_tasks(server)) == 1
+    [pid] = {pid for pids_ in served for pid in pids_}
+    assert session_tasks(server) == []
+    if isinstance(server, StdioServer):
+        assert not pid_exists(pid)
+    assert {t for t in asyncio.all_tasks() if not t.done()} <= before | {asyncio.current_task()}
+
+
+async def test_a_toolset_the_caller_holds_is_not_closed_with_the_resources_holding_it(
+    server: Any,
+) -> None:
+    """A toolset registered in a ``Resources`` that a runner closes, held open by the caller's
+    ``async with toolset:``, stays open until that block ends."""
+    toolset = MCPToolset(server)
+    async with toolset:
+        resources = Resources()
+        resources.add_mcp("demo", toolset)
+        async with Runner(ReActAgent("clerk", asks_pid(), tools=["pid"]), resources=resources) as r:
+            [pid] = pids(await r.invoke("which process?"))
+        assert len(session_tasks(server)) == 1
+        await resources.aclose()  # closed by hand too: the toolset is the caller's
+        assert len(session_tasks(server)) == 1
+    assert session_tasks(server) == []
+    if isinstance(server, StdioServer):
+        assert not pid_exists(pid)
+
+
+async def test_a_shared_model_survives_a_runner_per_request_over_a_shared_agent() -> None:
+    """An agent tree made once, its ``OpenAIChatModel`` held open by the service: a runner per
+    request in ``async with`` no longer closes the model, which refused every later request's
+    call (``RuntimeError``, a closed model)."""
+    async with OpenAIServer(default=WireReply(text="hello")) as wire:
+        model = wire_model(wire)
+        agent = ReActAgent("clerk", model)
+        async with model:
+            for _ in range(2):
+                async with Runner(agent) as runner:
+                    assert (await runner.invoke("hi")).text == "hello"
+            assert not model._closed
+        assert model._closed
+        with pytest.raises(RunError, match="is closed"):
+            await Runner(agent).invoke("hi")
+        assert len(wire.requests) == 2
