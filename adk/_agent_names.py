@@ -64,5 +64,5 @@ def tree_parts(roots: Iterable[object], is_part: Callable[[object], bool]) -> li
         found.append(part)
         for attribute, value in attributes(part):
             if attribute not in _UPWARD:
-                pending.extend(item for item in members(value) if is_part(item))
+                pending.extend(members(value, keep=is_part))
     return found

@@ -1556,7 +1556,7 @@ def _closable_parts(root: object) -> list[Any]:
             continue
         for name, value in attributes(part):
             if name not in _UPWARD:
-                pending.extend(item for item in members(value) if _is_part(item))
+                pending.extend(members(value, keep=_is_part))
     return found
 
 
@@ -1615,7 +1615,7 @@ def _named_without_resources(agent: Agent) -> None:
         if not type(part).__module__.startswith(_FRAMEWORK):  # the user's: held anywhere
             for name, value in attributes(part):
                 if name not in _UPWARD:
-                    pending.extend(_agents_in(value))
+                    pending.extend(members(value, keep=_holds_agents))
 
 
 _FRAMEWORK = ("adk.", "prebuilt.")
@@ -1623,32 +1623,6 @@ _FRAMEWORK = ("adk.", "prebuilt.")
 
 
 _MODELS_GETATTR = getattr(BaseModel, "__getattr__", None)
-_LEAVES = frozenset({str, bytes, bytearray, int, float, complex, bool, type(None)})
-"""What holds no agent, told by its type alone."""
-
-
-def _agents_in(value: object, depth: int = 3) -> list[object]:
-    """``members(value)`` that ``_holds_agents``: what a list, tuple, set or dict of them (nested
-    a few deep) holds, as ``tree_parts`` reads it. Text, numbers and None are passed over by
-    their type, neither probed nor each a call: an agent of one's own keeping its documents
-    (100k strings) or records in memory cost every ``Runner(agent)`` ~0.2 s while an agent
-    naming a resource was alive."""
-    if type(value) in _LEAVES:
-        return []
-    if depth and isinstance(value, dict):
-        value = list(value.values())
-    if depth and isinstance(value, list | tuple | set | frozenset):
-        if _LEAVES.issuperset(map(type, value)):  # text or numbers only: told in C
-            return []
-        return [
-            found
-            for item in value
-            if type(item) not in _LEAVES
-            for found in _agents_in(item, depth - 1)
-        ]
-    if isinstance(value, dict | list | tuple | set | frozenset):  # nested deeper: not looked
-        return []
-    return [value] if _holds_agents(value) else []
 
 
 def _answers_any(value: object) -> bool:
