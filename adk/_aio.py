@@ -251,6 +251,7 @@ class SharedCloseable(AsyncCloseable):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        del exc, tb  # not kept in this frame while it awaits: see _driver.NO_EVENT
         if release(self):
             await self.aclose()
 
