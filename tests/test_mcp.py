@@ -29,7 +29,7 @@ import pytest
 import pytest_asyncio
 from conftest import pid_exists, wire_model
 from mcp.types import LATEST_PROTOCOL_VERSION
-from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
+from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port, session_tasks
 from openai_server import Call as OpenAICall
 from openai_server import OpenAIServer
 from openai_server import Reply as OpenAIReply
@@ -122,10 +122,6 @@ def owner_task(toolset: MCPToolset) -> asyncio.Task[None]:
     live = toolset._session.current
     assert live is not None and live._task is not None
     return live._task
-
-
-def session_tasks(server: object) -> list[asyncio.Task[Any]]:
-    return [t for t in asyncio.all_tasks() if t.get_name() == f"mcp session {server}"]
 
 
 def errors_logged(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import pid_exists, wire_model
-from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
+from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, session_tasks
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
 
@@ -41,11 +41,6 @@ def server(request: pytest.FixtureRequest, http_process: HTTPServerProcess) -> A
     if request.param == "stdio":
         return StdioServer(sys.executable, [str(STDIO_SCRIPT)])
     return HTTPServer(http_process.url)
-
-
-def session_tasks(server: object) -> list[asyncio.Task[Any]]:
-    """The tasks keeping the MCP sessions to ``server`` open (one per live session)."""
-    return [t for t in asyncio.all_tasks() if t.get_name() == f"mcp session {server}"]
 
 
 def asks_pid(*more: Reply) -> ScriptedModel:

@@ -7,6 +7,7 @@ exercise reconnection. The calls block; from async code run them in a thread
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import selectors
@@ -18,11 +19,11 @@ import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from services import hold_port
 
-__all__ = ["STDIO_SCRIPT", "HTTPServerProcess", "closed_port"]
+__all__ = ["STDIO_SCRIPT", "HTTPServerProcess", "closed_port", "session_tasks"]
 
 _HERE = Path(__file__).resolve().parent
 STDIO_SCRIPT = _HERE / "stdio_server.py"
@@ -30,6 +31,12 @@ _HTTP_SCRIPT = _HERE / "http_server.py"
 _START_TIMEOUT = 30.0
 _STDERR_SHOWN = 4000  # characters of a server's stderr a failed start shows, its end
 _STDERR_ENDED = 10.0  # seconds an ended server's stderr is waited for to end too
+
+
+def session_tasks(server: object) -> list[asyncio.Task[Any]]:
+    """The running loop's tasks keeping an MCP session to ``server`` open (one per live session,
+    named by ``adk.mcp``): none left once its toolsets are closed."""
+    return [t for t in asyncio.all_tasks() if t.get_name() == f"mcp session {server}"]
 
 
 def closed_port() -> int:
