@@ -228,3 +228,36 @@ async def test_a_shared_model_survives_a_runner_per_request_over_a_shared_agent(
         with pytest.raises(RunError, match="is closed"):
             await Runner(agent).invoke("hi")
         assert len(wire.requests) == 2
+
+
+class _Closing(ScriptedModel):
+    """A model of one's own with a connection to close: counts its closes."""
+
+    closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+async def test_a_runner_inside_two_blocks_at_once_holds_until_the_last_ends() -> None:
+    """One runner shared by two ``async with`` blocks (two tasks of a service, say): the first
+    block's end closes nothing, the last one's closes what the runner alone used."""
+    model = _Closing(["hi"])
+    runner = Runner(ReActAgent("a", model))
+    async with runner:
+        async with runner:
+            pass
+        assert model.closed == 0
+        assert (await runner.invoke("hi")).text == "hi"
+    assert model.closed == 1
+
+
+async def test_an_explicit_close_closes_at_once_whoever_holds_it() -> None:
+    """``aclose()`` on the ``Resources`` itself is the explicit close: it does not wait for the
+    holders (as the docs say), unlike a block's or a runner's end."""
+    model = _Closing(["hi"])
+    resources = Resources()
+    resources.add_model("m", model)
+    async with resources, Runner(ReActAgent("a", "m"), resources=resources):
+        await resources.aclose()
+        assert model.closed == 1
