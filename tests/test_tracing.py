@@ -2178,6 +2178,28 @@ async def test_a_model_calls_retries_are_events_of_its_chat_span(
     assert attrs(failed)["error.type"] == "502"
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_retried_error_event_inside_a_stream_is_typed_by_its_status(
+    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # A stream whose server reports a failure as an event before any text (vLLM's Chat
+    # ``{"error": {"code": 500}}``, a Responses ``response.failed``) is retried as a 500 is,
+    # and fails its chat span with error.type "500" when it is the last attempt; but the retry
+    # event of a Chat one said "APIError" (the SDK's class), so a dashboard counting retries by
+    # error.type put vLLM's server errors apart from the same 500s sent as an HTTP status.
+    served = [ServedReply(text="never shown", error_after=1), ServedReply(text="ok")]
+    async with OpenAIServer(served) as server:
+        retry = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.002)
+        model = wire_model(server, api, name="m", api_key="k", retry=retry)
+        runner = Runner(ReActAgent("a", model), tracer_provider=provider, enable_streaming=True)
+        assert (await runner.invoke("hi")).text == "ok"
+        await model.aclose()
+    (chat,) = named(exporter.get_finished_spans(), "chat m")
+    assert [(e.name, dict(e.attributes or {})["error.type"]) for e in chat.events] == [
+        ("adk.model.retry", "500")
+    ]
+
+
 # -- message content ------------------------------------------------------------------------------
 CONTENT_KEYS = {
     "gen_ai.input.messages",

@@ -13,6 +13,7 @@ attempt counting, backoff and Retry-After handling all live in one place.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import sys
 import time
@@ -96,12 +97,14 @@ class RetryRunner:
     """Runs one model call under a :class:`RetryPolicy`.
 
     ``is_transient`` decides what is retried (a failure, by the policy of the call: its
-    ``retry_on_status``); ``retry_after`` extracts a server-requested delay.
+    ``retry_on_status``); ``retry_after`` extracts a server-requested delay; ``status_of`` (if
+    given) reads the status a failure without one of its own stands for (an error event inside
+    a stream), for the ``adk.model.retry`` event's ``error.type`` as ``is_transient`` read it.
     ``run`` hands the final failure and the number of attempts made to ``on_failure``, which returns
     the exception to raise (so adapters can name the status and the attempt count in one message).
     """
 
-    __slots__ = ("_is_transient", "_policy", "_retry_after", "_waiters")
+    __slots__ = ("_is_transient", "_policy", "_retry_after", "_status_of", "_waiters")
 
     def __init__(
         self,
@@ -109,17 +112,24 @@ class RetryRunner:
         *,
         is_transient: Callable[[BaseException, RetryPolicy], bool],
         retry_after: Callable[[BaseException], float | None],
+        status_of: Callable[[BaseException], int | None] | None = None,
     ) -> None:
         self._policy = policy
         self._is_transient = is_transient
         self._retry_after = retry_after
+        self._status_of = status_of
         self._waiters: set[asyncio.Future[None]] = set()
 
     def with_policy(self, policy: RetryPolicy) -> RetryRunner:
         """A runner retrying by ``policy`` whose backoffs ``wake`` ends with this one's: a model
         given another policy (``OpenAIChatModel.retry``) while a call waits out a backoff under
         the first still ends that backoff when it is closed (woken through the new runner)."""
-        runner = RetryRunner(policy, is_transient=self._is_transient, retry_after=self._retry_after)
+        runner = RetryRunner(
+            policy,
+            is_transient=self._is_transient,
+            retry_after=self._retry_after,
+            status_of=self._status_of,
+        )
         runner._waiters = self._waiters
         return runner
 
@@ -180,7 +190,7 @@ class RetryRunner:
             retry=retry_if_exception(lambda error: self._is_transient(error, policy)),
             reraise=True,
             sleep=self._sleep,
-            before_sleep=_record_retry,
+            before_sleep=functools.partial(_record_retry, status_of=self._status_of),
         )
         try:
             return await retrying(again)
@@ -192,11 +202,15 @@ RETRY_EVENT = "adk.model.retry"
 """The span event of an attempt that failed and is retried (see ``_record_retry``)."""
 
 
-def _record_retry(retry_state: RetryCallState) -> None:
+def _record_retry(
+    retry_state: RetryCallState,
+    status_of: Callable[[BaseException], int | None] | None = None,
+) -> None:
     """Put an attempt that failed and is about to be retried on the current span, as an
     ``adk.model.retry`` event: which attempt failed (``adk.retry.attempt``, from 1), with what
-    (``error.type``: the HTTP status as text when there is one, as the ``chat`` span's own
-    ``error.type`` has it, else the exception's class) and how long the call waits before the next
+    (``error.type``: the HTTP status as text when there is one, or the one ``status_of`` reads
+    from an error event a stream sent, as the ``chat`` span's own ``error.type`` has it, else
+    the exception's class) and how long the call waits before the next
     (``adk.retry.delay``, seconds). Under a traced run the current span is the call's ``chat``
     span (``adk.tracing`` makes it current around the call). Without these events a call that
     succeeded on its third attempt was one slow ``chat`` span with nothing saying why, and one
@@ -217,7 +231,7 @@ def _record_retry(retry_state: RetryCallState) -> None:
         error = outcome.exception() if outcome is not None and outcome.failed else None
         attributes: dict[str, str | int | float] = {
             "adk.retry.attempt": retry_state.attempt_number,
-            "error.type": _attempt_error_type(error),
+            "error.type": _attempt_error_type(error, status_of),
         }
         action = retry_state.next_action
         if action is not None:
@@ -227,14 +241,23 @@ def _record_retry(retry_state: RetryCallState) -> None:
         return
 
 
-def _attempt_error_type(error: BaseException | None) -> str:
+def _attempt_error_type(
+    error: BaseException | None,
+    status_of: Callable[[BaseException], int | None] | None = None,
+) -> str:
     """A failed attempt's ``error.type``: its HTTP status (an SDK's ``status_code``, a
-    ``ModelError``'s ``status``) as text, else its class name; ``_OTHER`` for a private class of
-    the adapter's (a stream the server ended early), a name no documentation gives."""
+    ``ModelError``'s ``status``, or the status ``status_of`` reads from an error a stream sent,
+    vLLM's ``{"error": {"code": 500}}``, which is retried as that status) as text, else its
+    class name; ``_OTHER`` for a private class of the adapter's (a stream the server ended
+    early), a name no documentation gives."""
     for attribute in ("status_code", "status"):
         status = getattr(error, attribute, None)
         if type(status) is int:
             return str(status)
+    if status_of is not None and error is not None:
+        read = status_of(error)
+        if read is not None:
+            return str(read)
     name = type(error).__name__
     return name if error is not None and not name.startswith("_") else "_OTHER"
 

@@ -319,7 +319,10 @@ class OpenAIChatModel(SharedCloseable):
         self._wrapped = WrappedSchemas()  # strict schemas sent wrapped, not walked per call
         self._closed = False
         self._runner = RetryRunner(
-            self._retry, is_transient=self._is_transient, retry_after=_retry_after
+            self._retry,
+            is_transient=self._is_transient,
+            retry_after=_retry_after,
+            status_of=_in_band_status_of,
         )
         if api == "chat":
             self._build = chat_request
@@ -1178,6 +1181,18 @@ def _is_transient(exc: BaseException, policy: RetryPolicy) -> bool:
     if isinstance(exc, ModelError) and exc.status is not None:
         return _is_transient_status(exc.status, None, policy)
     return False
+
+
+def _in_band_status_of(exc: BaseException) -> int | None:
+    """The status an error event inside a stream stands for (the SDK's bare ``APIError``, whose
+    body is the event's error), as ``_is_transient`` reads it to retry it: the attempt's
+    ``adk.model.retry`` event says ``"500"`` for vLLM's ``{"error": {"code": 500}}``, as the
+    ``chat`` span says when such an error fails the call, not ``APIError``."""
+    if isinstance(exc, openai.APIError) and not isinstance(
+        exc, (openai.APIStatusError, openai.APIConnectionError)
+    ):
+        return in_band_status(exc.body)
+    return None
 
 
 def _failed_generation(body: object) -> bool:
