@@ -136,7 +136,7 @@ def _message_data(message: Message, where: str) -> dict[str, Any]:
         # Metadata holding what pydantic cannot write: an object of its own, bytes that are not
         # UTF-8, a frozenset key, a dict holding itself (a bare ValueError). Its words name no
         # place; the codec's walk finds it (only on this failure) and the error names it.
-        found = _unwritable_in(message.metadata, 0, into="written as JSON")
+        found = _unwritable_in(message.metadata, exc, into="written as JSON")
         if found is None:
             raise TypeError(f"event {where}: {exc}") from None
         path = "".join(f".{key}" for key in reversed(found.keys))

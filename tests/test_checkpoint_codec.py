@@ -9,6 +9,7 @@ proved with sentinel files the payloads would create.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import pickle
@@ -476,6 +477,51 @@ def test_what_holds_itself_inside_a_model_is_named_where_it_loops(value: Any, wh
         to_json_value({"r": value}, "session")
     assert str(caught.value).startswith(where), str(caught.value)
     assert "again.again" not in str(caught.value)
+
+
+@dataclasses.dataclass
+class _Blob:
+    name: str
+    data: Any
+
+
+class _Open(BaseModel, extra="allow"):
+    name: str = ""
+
+
+def _nested(levels: int, inside: Any = None) -> Any:
+    value = inside
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("metadata", "where"),
+    [
+        # A dataclass's field and a model's extra: named there, not the dataclass or model
+        # whole ("m: _Blob cannot be stored in a checkpoint ('utf-8' codec can't decode...)").
+        ({"m": _Blob("a", b"\xff")}, "session.r.metadata.m.data: bytes that are not UTF-8 text"),
+        ({"m": _Open(raw=object())}, "session.r.metadata.m.raw: object cannot be stored"),
+        # A key holding a lone surrogate is a string key pydantic writes: the value under it
+        # is what it cannot, not the key ("dict key '\\ud800' ...; use string keys").
+        ({"m": {"\ud800": object()}}, "session.r.metadata.m.\ud800: object cannot be stored"),
+        # Nested past what pydantic writes (255 levels), with nothing else wrong: said so, not
+        # "session.r: cannot be stored in a checkpoint: Circular reference detected (depth
+        # exceeded)", naming neither the place nor the cause.
+        ({"m": _nested(300)}, f"session.r.metadata.m: nested deeper than {MAX_DEPTH} levels"),
+    ],
+    ids=["dataclass-field", "model-extra", "surrogate-key", "too-deep"],
+)
+def test_what_a_messages_metadata_holds_that_json_cannot_write_is_named_where_it_is(
+    metadata: dict[str, Any], where: str
+) -> None:
+    """The checkpoint's walk for where pydantic failed named less than the records' walk did
+    for the same value (a dataclass or a model's extra whole), blamed a string key, and found
+    nothing in a value only too deep; one walk (``adk._json_where``) serves both now."""
+    with pytest.raises(CheckpointError) as caught:
+        to_json_value({"r": Message(role="user", content="x", metadata=metadata)}, "session")
+    assert str(caught.value).startswith(where), str(caught.value)
 
 
 async def test_a_pause_of_a_registered_model_with_a_key_json_cannot_write_fails_clearly() -> None:

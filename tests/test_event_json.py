@@ -4,6 +4,7 @@ client-facing format stays as documented, non-JSON data and unread streams are r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -476,6 +477,36 @@ def test_metadata_json_cannot_write_is_a_type_error_naming_where(
     with pytest.raises(TypeError, match=error) as refused:
         AgentEvent.of(Message(role="assistant", metadata=metadata)).to_dict()
     assert "checkpoint" not in str(refused.value)
+
+
+@dataclasses.dataclass
+class _Blob:
+    data: Any
+
+
+def _nested(levels: int) -> Any:
+    value: Any = None
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("metadata", "error"),
+    [
+        ({"b": _Blob(b"\xff")}, "event output.message.metadata.b.data: bytes that are not UTF-8"),
+        ({"d": _nested(300)}, "event output.message.metadata.d: nested deeper than 200 levels"),
+    ],
+    ids=["dataclass-field", "too-deep"],
+)
+def test_metadata_json_cannot_write_is_named_inside_a_dataclass_and_when_too_deep(
+    metadata: dict[str, Any], error: str
+) -> None:
+    """The walk an event's JSON shares with checkpoints named a dataclass whole (its bytes'
+    field unnamed), and a value nested past what pydantic writes as pydantic's words alone,
+    'Circular reference detected (depth exceeded)', naming no place."""
+    with pytest.raises(TypeError, match=error):
+        AgentEvent.of(Message(role="assistant", metadata=metadata)).to_dict()
 
 
 def test_a_tool_messages_structured_value_holding_itself_is_dropped_not_refused(

@@ -194,6 +194,22 @@ async def test_an_output_json_cannot_hold_is_an_error_naming_the_record_its_key_
         deep = [deep]
     with pytest.raises(ValueError, match=r"JSON: list nested deeper than 200 levels at output\["):
         KeyedOutput("k", 0, None, output=deep).to_dict()
+    # Nested past what pydantic writes but not past Python: too deep too, with its place (was
+    # pydantic's words alone, 'Circular reference detected (depth exceeded)').
+    deep = []
+    for _ in range(300):
+        deep = [deep]
+    with pytest.raises(ValueError, match=r"JSON: list nested deeper than 200 levels at output\["):
+        KeyedOutput("k", 0, None, output=deep).to_dict()
+    # Bytes 210 levels down, which JSON nests: the bytes are what it cannot write, not the
+    # nesting (was 'list nested deeper than 200 levels ... (flatten it)').
+    deep = b"\xff"
+    for _ in range(210):
+        deep = [deep]
+    with pytest.raises(ValueError) as refused:
+        KeyedOutput("k", 0, None, output=deep).to_dict()
+    assert "nested deeper" not in str(refused.value) and "flatten" not in str(refused.value)
+    assert "'utf-8' codec can't decode byte 0xff" in str(refused.value), str(refused.value)
     # What pydantic encodes (sets, dataclasses, dates) is written as before.
     assert KeyedOutput("k", 0, None, output={"tags": {"a"}}).to_dict()["output"] == {"tags": ["a"]}
     assert KeyedOutput("k", 0, None, output=_Row(cells=[1])).to_dict()["output"] == {"cells": [1]}

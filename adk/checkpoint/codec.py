@@ -29,10 +29,10 @@ from pydantic_core import (
     SchemaSerializer,
     from_json,
     to_json,
-    to_jsonable_python,
 )
 from pydantic_core.core_schema import CoreConfig
 
+from .._json_where import DEEP, ITSELF, KEY, unwritable_at
 from ..interrupts import AGENT_STATE
 from ..messages import Message
 
@@ -617,7 +617,7 @@ def _unwritable(value: BaseModel, places: tuple[str, ...], error: Exception) -> 
     ``keys`` the path to the first value inside ``places`` it cannot write, found by writing
     them piece by piece (only on this failure: a save pays nothing for it)."""
     for name in places:
-        found = _unwritable_in(getattr(value, name, None), 0)
+        found = _unwritable_in(getattr(value, name, None), error)
         if found is not None:
             found.keys.append(name)
             return found
@@ -627,77 +627,41 @@ def _unwritable(value: BaseModel, places: tuple[str, ...], error: Exception) -> 
 def _unwritable_model(value: BaseModel, exc: Exception) -> _Unstorable:
     """The ``_Unstorable`` for a registered model pydantic could not dump (``exc``), with the
     path to what it could not write when a walk finds it (only on this failure)."""
-    found = _unwritable_in(value, 0)
+    found = _unwritable_in(value, exc)
     return found if found is not None else _Unstorable(_unstorable_reason(value, exc))
 
 
 _INTO = "stored in a checkpoint"  # what ``_unstorable_reason`` says a value cannot be
 
 
-def _unwritable_in(
-    value: Any, depth: int, above: set[int] | None = None, into: str = _INTO
-) -> _Unstorable | None:
-    """Where in ``value`` pydantic's JSON dump fails, as an ``_Unstorable`` with its path.
-    ``above``: the ids of the containers on the way, so that one met again inside itself is
-    named where it is, not walked ``MAX_DEPTH`` levels down (a path of 200 keys). ``into``: what
+def _unwritable_in(value: Any, error: BaseException, into: str = _INTO) -> _Unstorable | None:
+    """Where in ``value`` pydantic's JSON dump failed (``error``), found by ``unwritable_at``,
+    as an ``_Unstorable`` whose ``keys`` lead to it (innermost first, as ``_plain``'s): dict
+    keys and field names, no list's index, as every checkpoint error's path. ``into``: what
     the reason says the value cannot be (an event's JSON says "written as JSON")."""
-    if depth >= MAX_DEPTH or not isinstance(value, (dict, list, tuple, set, frozenset, BaseModel)):
-        pass
-    elif above is not None and id(value) in above:
-        return _Unstorable(
-            f"it holds itself (a {type(value).__qualname__} inside itself): JSON holds no "
+    found = unwritable_at(value, error, MAX_DEPTH)
+    if found is None:
+        return None
+    bad, how = found.value, found.how
+    if how == ITSELF:
+        reason = (
+            f"it holds itself (a {type(bad).__qualname__} inside itself): JSON holds no "
             "references; give a copy, or what it stands for"
         )
-    else:
-        above = set() if above is None else above
-        above.add(id(value))
-        try:
-            return _unwritable_inside(value, depth, above, into)
-        finally:
-            above.discard(id(value))
-    try:
-        to_jsonable_python(value)
-    except (ValueError, TypeError, UnicodeDecodeError) as exc:  # pydantic's, a key's, bytes'
-        return _Unstorable(_unstorable_reason(value, exc, into))
-    return None
+    elif how == KEY:
+        reason = f"dict key {bad!r} cannot be written as JSON; use string keys"
+    elif how == DEEP:
+        reason = f"nested deeper than {MAX_DEPTH} levels"
+    else:  # what it is, or, MAX_DEPTH levels down, what holds it
+        reason = _unstorable_reason(bad, found.words, into)
+    unstorable = _Unstorable(reason)
+    unstorable.keys = [key for key in reversed(found.path) if isinstance(key, str)]
+    return unstorable
 
 
-def _unwritable_inside(value: Any, depth: int, above: set[int], into: str) -> _Unstorable | None:
-    """``_unwritable_in`` of a container or model ``value``, looked into."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            try:
-                to_jsonable_python({key: None})
-            except (ValueError, TypeError, UnicodeDecodeError):  # a frozenset: TypeError
-                return _Unstorable(f"dict key {key!r} cannot be written as JSON; use string keys")
-            found = _unwritable_in(item, depth + 1, above, into)
-            if found is not None:
-                found.keys.append(str(key))
-                return found
-        return None
-    if isinstance(value, (list, tuple, set, frozenset)):
-        for item in value:
-            found = _unwritable_in(item, depth + 1, above, into)
-            if found is not None:
-                return found
-        return None
-    failing = _failing_field(value, None)  # its fields: pydantic named none
-    if failing is not None:
-        name, inner, exc, plain = failing
-        found = _unwritable_in(inner, depth + 1, above, into) if plain else None
-        if found is None:  # written by the model's own rules: the field is named whole
-            found = _Unstorable(_unstorable_reason(inner, exc, into))
-        found.keys.append(name)
-        return found
-    try:  # the model writes itself, and fails doing so: the model is the place
-        to_jsonable_python(value)
-    except (ValueError, TypeError, UnicodeDecodeError) as exc:  # pydantic's, a key's, bytes'
-        return _Unstorable(_unstorable_reason(value, exc, into))
-    return None
-
-
-def _unstorable_reason(value: Any, exc: Exception, into: str = _INTO) -> str:
-    """Why ``value``, which pydantic could not write (``exc``), cannot be ``into``."""
+def _unstorable_reason(value: Any, exc: object, into: str = _INTO) -> str:
+    """Why ``value``, which pydantic could not write (``exc``: its error, or its words), cannot
+    be ``into``."""
     if isinstance(value, (bytes, bytearray)):
         return (
             f"{type(value).__name__} that are not UTF-8 text cannot be {into}; decode them, "
@@ -707,37 +671,6 @@ def _unstorable_reason(value: Any, exc: Exception, into: str = _INTO) -> str:
         f"{type(value).__qualname__} cannot be {into} ({exc}); use JSON values or pydantic "
         "models registered with adk.register_type"
     )
-
-
-def _failing_field(
-    value: BaseModel, fallback: Callable[[Any], Any] | None
-) -> tuple[str, Any, Exception, bool] | None:
-    """The first field of ``value`` that its own serializer cannot write as JSON, each written
-    alone as the dump that failed wrote it (the model's config and serializers, its excluded
-    fields left out): its name, its value, pydantic's error, and whether a walk into the value
-    may judge its pieces by pydantic's plain rules (false when the model's config says how it
-    writes values, ``ser_json_bytes="base64"`` say, or the field has a serializer of its own:
-    a walk would blame bytes the model writes). None when every field writes alone, or the
-    model writes itself (``@model_serializer``): then the model is the place. Only on a failure:
-    the walks for where a value is that pydantic could not write (a save, a Flink output)."""
-    cls = type(value)
-    decorators = cls.__pydantic_decorators__
-    if decorators.model_serializers:
-        return None
-    own: set[str] = set()
-    for decorator in decorators.field_serializers.values():
-        own.update(decorator.info.fields)
-    plain = "*" not in own and not any(key.startswith("ser_json_") for key in cls.model_config)
-    serializer = value.__pydantic_serializer__
-    for name in cls.model_fields:
-        try:
-            # A RootModel's ``include`` picks from its value, not its one field: written whole.
-            # (Told by its class flag: importing ``pydantic.RootModel`` is not light.)
-            chosen = None if getattr(cls, "__pydantic_root_model__", False) else {name}
-            serializer.to_python(value, mode="json", include=chosen, fallback=fallback)
-        except (ValueError, TypeError) as exc:  # pydantic's, a cycle's, a dict key's (frozenset)
-            return name, getattr(value, name, None), exc, plain and name not in own
-    return None
 
 
 def _stored_parts(parts: Iterable[ImagePart | AudioPart | FilePart]) -> list[dict[str, Any]]:

@@ -29,13 +29,13 @@ from pydantic_core import PydanticSerializationError, to_json, to_jsonable_pytho
 from .._checks import check_count
 from .._error_pickle import reduce_error
 from .._hooks import _root_span_attributes, _run_timeout
+from .._json_where import BELOW, DEEP, ITSELF, unwritable_at
 from .._record_keys import record_key
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
 from ..checkpoint.codec import (
     _MAX_INT_DIGITS,
     MAX_DEPTH,
-    _failing_field,
     _joined,
     _json_dump,
     _models_nan_kept,
@@ -715,114 +715,41 @@ def _unwritable(
     """The error for ``value`` (``what``) that pydantic could not write as JSON (``error``): it
     said only what failed ("invalid utf-8 sequence of 1 bytes from index 0", "Unable to serialize
     unknown type"), not which record or output, nor where in it (a record among thousands, a
-    binary payload in one field). Looked for only on this failure."""
-    found = _unwritable_at(value, "", fallback, 0, set())
+    binary payload in one field). Looked for only on this failure (``unwritable_at``)."""
+    found = unwritable_at(value, error, MAX_DEPTH, fallback)
     if found is None:
         if isinstance(error, RecursionError):  # deeper than Python recurses, the walk not
             error = ValueError(_HOLDS_ITSELF)
         return ValueError(f"{what} cannot be written as JSON: {error}")
-    place, bad, reason, how = found
+    place = ""
+    for key in found.path:
+        place = f"{place}[{key}]" if isinstance(key, int) else _joined(place, key)
+    bad, how = found.value, found.how
     if isinstance(bad, (bytes, bytearray)) and not how:
         problem = f"{type(bad).__name__} that are not UTF-8 text"
         hint = "decode them, or base64-encode them, first"
-    elif how == _ITSELF:  # as _HOLDS_ITSELF says it, where it is found
+    elif how == ITSELF:  # as _HOLDS_ITSELF says it, where it is found
         return ValueError(
             f"{what} cannot be written as JSON: it holds itself (the {type(bad).__qualname__} "
             f"at {place or 'its top'} is inside itself; JSON holds no references: give a copy, "
             "or what it stands for)"
         )
-    elif how == _DEEP:
+    elif how == DEEP:
         problem = f"{type(bad).__qualname__} nested deeper than {MAX_DEPTH} levels"
         place = f"{place[:60]}..."
         hint = "flatten it"
+    elif how == BELOW:  # the walk went no deeper: pydantic's words say what is there
+        return ValueError(
+            f"{what} cannot be written as JSON: the {type(bad).__qualname__} {MAX_DEPTH} "
+            f"levels down at {place[:60]}... holds what pydantic cannot write ({found.words}; "
+            "make it JSON data or a pydantic model)"
+        )
     else:
         problem = f"{type(bad).__qualname__}{how}"
-        hint = f"{reason}; make it JSON data or a pydantic model"
+        hint = f"{found.words}; make it JSON data or a pydantic model"
     return ValueError(
         f"{what} cannot be written as JSON: {problem} at {place or 'its top'} ({hint})"
     )
-
-
-_ITSELF = " that holds itself"
-_DEEP = " nested too deeply"
-
-
-def _unwritable_at(
-    value: Any, path: str, fallback: Callable[[Any], Any] | None, depth: int, above: set[int]
-) -> tuple[str, Any, str, str] | None:
-    """The first place in ``value`` (from ``path``) pydantic cannot write: its path, the value,
-    pydantic's words and how it is there (``" as a key"`` of a dict, ``_ITSELF`` for a container
-    met again inside itself, ``above`` holding the ids of those on the way, ``_DEEP`` for one
-    pydantic refused below ``MAX_DEPTH`` levels, where a value is taken whole); None if every
-    piece writes alone. Through dicts (their keys too), lists, tuples, sets, models (their
-    extras too) and dataclasses."""
-    items: Iterable[tuple[str, Any]] | None = None
-    if depth >= MAX_DEPTH:
-        pass
-    elif id(value) in above:
-        return path, value, "", _ITSELF
-    elif isinstance(value, dict):
-        for key in value:
-            said = None if type(key) is str else _unwriting({key: None}, fallback)
-            if said is not None:
-                return path, key, said, " as a key"
-        items = ((_joined(path, str(key)), item) for key, item in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
-    elif isinstance(value, (set, frozenset)):
-        items = ((path, item) for item in value)
-    elif isinstance(value, BaseModel):  # its fields by name: pydantic named none of them
-        # Each written by the model's own rules (its config, its field serializers): pydantic's
-        # plain ones blamed bytes a model writes as base64, not the value that failed.
-        failing = _failing_field(value, fallback)
-        if failing is not None:
-            name, inner, exc, plain = failing
-            place = _joined(path, name)
-            found = None
-            if plain:
-                above.add(id(value))
-                try:
-                    found = _unwritable_at(inner, place, fallback, depth + 1, above)
-                finally:
-                    above.discard(id(value))
-            return found if found is not None else (place, inner, str(exc), "")
-        above.add(id(value))
-        try:  # its extras, which no field names: looked into alike
-            for name, item in (value.__pydantic_extra__ or {}).items():
-                found = _unwritable_at(item, _joined(path, name), fallback, depth + 1, above)
-                if found is not None:
-                    return found
-        finally:
-            above.discard(id(value))
-        # else the model itself is the place (below): it writes itself, and fails doing so
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = dataclasses.fields(value)
-        items = ((_joined(path, f.name), getattr(value, f.name, None)) for f in fields)
-    if items is not None:
-        above.add(id(value))
-        try:
-            for inner, item in items:
-                found = _unwritable_at(item, inner, fallback, depth + 1, above)
-                if found is not None:
-                    return found
-        finally:
-            above.discard(id(value))
-        return None
-    said = _unwriting(value, fallback)
-    if said is None:
-        return None
-    return path, value, said, _DEEP if depth >= MAX_DEPTH else ""
-
-
-def _unwriting(value: Any, fallback: Callable[[Any], Any] | None) -> str | None:
-    """pydantic's words for why it cannot write ``value`` alone, or None if it can (text holding
-    a lone surrogate can: ``_encoded`` writes it escaped). A plain ``ValueError`` is its words for
-    a value nested too deeply, a ``TypeError`` for a dict key it cannot write (a ``frozenset``)."""
-    try:
-        to_jsonable_python(value, fallback=fallback)
-    except (ValueError, TypeError) as exc:  # pydantic's, UnicodeDecodeError, too deep, a key
-        return str(exc)
-    return None
 
 
 def _json_text(value: Any, what: str, text: bytes | None = None) -> str:

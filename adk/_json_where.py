@@ -1,0 +1,225 @@
+"""Where in a value pydantic cannot write JSON: the one walk behind the errors of a checkpoint's
+save (``checkpoint.codec``), an event's JSON (``_event_json``) and a keyed record's output
+(``execution._records``), each of which words what it finds its own way.
+
+pydantic's own error names no place ("invalid utf-8 sequence of 1 bytes from index 0", "Unable
+to serialize unknown type", "Circular reference detected"), so when a dump fails (and only then:
+no save, event or output pays for this on success) the value is written again piece by piece,
+in the order pydantic writes it, until a piece fails alone. Imports pydantic only, so the
+modules above share it without importing one another."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+KEY = " as a key"
+"""``Unwritable.how`` of a dict key pydantic cannot write (a ``frozenset``, an object of one's
+own): its path is the dict's."""
+ITSELF = " that holds itself"
+"""``Unwritable.how`` of a container met again inside itself: JSON holds no references."""
+DEEP = " nested too deeply"
+"""``Unwritable.how`` of a container ``limit`` levels down that pydantic refused as nested too
+deeply, or, with nothing else wrong in a value pydantic refused so, the first one there."""
+BELOW = " holding it further down"
+"""``Unwritable.how`` of a container ``limit`` levels down that pydantic cannot write for a
+reason of its pieces (bytes, an object of one's own): named there, the walk going no deeper."""
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+"""Types pydantic writes alone whatever they hold (a lone surrogate, NaN, a long int: what JSON
+text cannot hold is for the caller, who writes the text): not written again one by one, so a
+long list is walked at the cost of its type checks."""
+
+
+class Unwritable:
+    """What a walk found: ``path``, the way to it from the top, outermost first (a ``str`` for
+    a dict key, shown as ``str(key)``, or a field's name; an ``int`` for a list or tuple's
+    index; a set's items have none); ``value``, what is there; ``words``, pydantic's for it
+    ("" for ``ITSELF``); ``how`` it is there ("" for a value that cannot be written, or one of
+    ``KEY``, ``ITSELF``, ``DEEP``, ``BELOW``)."""
+
+    __slots__ = ("how", "path", "value", "words")
+
+    def __init__(self, value: Any, words: str, how: str) -> None:
+        self.path: list[str | int] = []  # innermost first while the walk returns, then turned
+        self.value = value
+        self.words = words
+        self.how = how
+
+
+def unwritable_at(
+    value: Any,
+    error: BaseException,
+    limit: int,
+    fallback: Callable[[Any], Any] | None = None,
+) -> Unwritable | None:
+    """The first place in ``value`` that pydantic (with ``fallback``, as the dump that failed)
+    cannot write, or None when every piece writes alone. ``error``: the failed dump's, which
+    says whether the value was refused for its nesting; ``limit``: how many levels the walk
+    goes down (below, a value is written whole: Python recurses no further for it).
+
+    Through dicts (their keys too, but ``str`` ones, which pydantic always writes), lists,
+    tuples, sets, pydantic models (each field as the model writes it, its extras too) and
+    dataclasses (their fields). A value nested past what pydantic writes (its limit is 255
+    levels) with nothing else wrong is found by a second walk, when ``error`` says so."""
+    found = _at(value, fallback, 0, limit, set(), False)
+    if found is None and _says_too_deep(error):
+        found = _at(value, fallback, 0, limit, set(), True)
+    if found is not None:
+        found.path.reverse()
+    return found
+
+
+def _says_too_deep(error: BaseException) -> bool:
+    """Whether ``error`` is pydantic's ("Circular reference detected (depth exceeded)") or
+    Python's (``RecursionError``) for a value nested too deeply."""
+    return isinstance(error, RecursionError) or "depth exceeded" in str(error)
+
+
+def _at(
+    value: Any,
+    fallback: Callable[[Any], Any] | None,
+    depth: int,
+    limit: int,
+    above: set[int],
+    deep: bool,
+) -> Unwritable | None:
+    """``unwritable_at`` from ``value``, ``depth`` levels down; ``above``: the ids of the
+    containers on the way; ``deep``: the second walk, for the first container ``limit`` levels
+    down."""
+    cls = type(value)
+    if cls in _LEAVES:
+        return None
+    if id(value) in above:
+        return Unwritable(value, "", ITSELF)
+    items: Iterable[tuple[str | int | None, Any]] | None = None
+    container = True
+    if isinstance(value, dict):
+        if depth < limit:
+            for key in value:
+                said = None if type(key) is str else _unwriting({key: None}, fallback)
+                if said is not None:
+                    return Unwritable(key, said, KEY)
+            items = ((str(key), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value) if depth < limit else None
+    elif isinstance(value, (set, frozenset)):
+        items = ((None, item) for item in value) if depth < limit else None
+    elif isinstance(value, BaseModel):
+        if depth < limit:
+            return _in_model(value, fallback, depth, limit, above, deep)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if depth < limit:
+            fields = dataclasses.fields(value)
+            items = ((f.name, getattr(value, f.name, None)) for f in fields)
+    else:
+        container = False
+    if items is not None:
+        return _in_items(value, items, fallback, depth, limit, above, deep)
+    said = _unwriting(value, fallback)
+    if not container:
+        return None if said is None else Unwritable(value, said, "")
+    # ``limit`` levels down: written whole.
+    if said is None:
+        return Unwritable(value, "", DEEP) if deep else None
+    return Unwritable(value, said, DEEP if "depth exceeded" in said else BELOW)
+
+
+def _in_items(
+    value: Any,
+    items: Iterable[tuple[str | int | None, Any]],
+    fallback: Callable[[Any], Any] | None,
+    depth: int,
+    limit: int,
+    above: set[int],
+    deep: bool,
+) -> Unwritable | None:
+    """``_at`` of each of ``items`` (a name or index, and what is there) of ``value``."""
+    above.add(id(value))
+    try:
+        for name, item in items:
+            found = _at(item, fallback, depth + 1, limit, above, deep)
+            if found is not None:
+                if name is not None:
+                    found.path.append(name)
+                return found
+    finally:
+        above.discard(id(value))
+    return None
+
+
+def _in_model(
+    value: BaseModel,
+    fallback: Callable[[Any], Any] | None,
+    depth: int,
+    limit: int,
+    above: set[int],
+    deep: bool,
+) -> Unwritable | None:
+    """``_at`` of a model: its fields by name, each written by the model's own rules (its
+    config, its field serializers: pydantic's plain ones would blame bytes a model writes as
+    base64), then its extras; else the model itself, which writes itself and fails doing so."""
+    failing = failing_field(value, fallback)
+    if failing is not None:
+        name, inner, exc, plain = failing
+        found = None
+        if plain:
+            found = _in_items(value, ((name, inner),), fallback, depth, limit, above, deep)
+        if found is None:  # written by the model's own rules: the field is named whole
+            found = Unwritable(inner, str(exc), "")
+            found.path.append(name)
+        return found
+    extras = value.__pydantic_extra__
+    if extras:
+        found = _in_items(value, extras.items(), fallback, depth, limit, above, deep)
+        if found is not None:
+            return found
+    said = _unwriting(value, fallback)
+    return None if said is None else Unwritable(value, said, "")
+
+
+def _unwriting(value: Any, fallback: Callable[[Any], Any] | None) -> str | None:
+    """pydantic's words for why it cannot write ``value`` alone, or None if it can (text holding
+    a lone surrogate can, in Python's terms). A plain ``ValueError`` is its words for a value
+    nested too deeply or holding itself, a ``TypeError`` for a dict key it cannot write (a
+    ``frozenset``), a ``UnicodeDecodeError`` for bytes that are not UTF-8."""
+    try:
+        to_jsonable_python(value, fallback=fallback)
+    except (ValueError, TypeError) as exc:  # pydantic's, UnicodeDecodeError, too deep, a key
+        return str(exc)
+    return None
+
+
+def failing_field(
+    value: BaseModel, fallback: Callable[[Any], Any] | None
+) -> tuple[str, Any, Exception, bool] | None:
+    """The first field of ``value`` that its own serializer cannot write as JSON, each written
+    alone as the dump that failed wrote it (the model's config and serializers, its excluded
+    fields left out): its name, its value, pydantic's error, and whether a walk into the value
+    may judge its pieces by pydantic's plain rules (false when the model's config says how it
+    writes values, ``ser_json_bytes="base64"`` say, or the field has a serializer of its own:
+    a walk would blame bytes the model writes). None when every field writes alone, or the
+    model writes itself (``@model_serializer``): then the model is the place. Only on a failure:
+    the walks for where a value is that pydantic could not write (a save, a Flink output)."""
+    cls = type(value)
+    decorators = cls.__pydantic_decorators__
+    if decorators.model_serializers:
+        return None
+    own: set[str] = set()
+    for decorator in decorators.field_serializers.values():
+        own.update(decorator.info.fields)
+    plain = "*" not in own and not any(key.startswith("ser_json_") for key in cls.model_config)
+    serializer = value.__pydantic_serializer__
+    for name in cls.model_fields:
+        try:
+            # A RootModel's ``include`` picks from its value, not its one field: written whole.
+            # (Told by its class flag: importing ``pydantic.RootModel`` is not light.)
+            chosen = None if getattr(cls, "__pydantic_root_model__", False) else {name}
+            serializer.to_python(value, mode="json", include=chosen, fallback=fallback)
+        except (ValueError, TypeError) as exc:  # pydantic's, a cycle's, a dict key's (frozenset)
+            return name, getattr(value, name, None), exc, plain and name not in own
+    return None
