@@ -30,6 +30,7 @@ from .checkpoint.codec import (
     _unwritable_in,
     _validator_rejected,
     dropped_structured,
+    warns_of,
 )
 from .interrupts import InterruptInfo, InterruptPoint
 from .messages import Message
@@ -121,22 +122,25 @@ def dump_message(message: Message, where: str) -> dict[str, Any]:
     message's ``structured`` value (a tool's ``ToolResult.structured``) that JSON cannot hold is
     written as None, with a warning (``dropped_structured``): the event is sent with its text,
     as the model read it, not refused for a value beside it."""
-    try:
+    if message.metadata.get(STRUCTURED) is None:
         return _message_data(message, where)
+    try:  # walked for where it fails only for the warning (``warns_of``)
+        return _message_data(message, where, warns_of(message, _WHERE))
     except TypeError as exc:
-        if message.metadata.get(STRUCTURED) is None:
-            raise
-        return _message_data(dropped_structured(message, exc, "an event's JSON"), where)
+        return _message_data(dropped_structured(message, exc, _WHERE), where)
 
 
-def _message_data(message: Message, where: str) -> dict[str, Any]:
+_WHERE = "an event's JSON"  # what ``dropped_structured`` says cannot hold a tool's value
+
+
+def _message_data(message: Message, where: str, locate: bool = True) -> dict[str, Any]:
     try:
         dumped = _json_dump(message, exclude_none=True)  # NaN in metadata kept, then refused
     except (ValueError, TypeError, UnicodeDecodeError) as exc:
         # Metadata holding what pydantic cannot write: an object of its own, bytes that are not
         # UTF-8, a frozenset key, a dict holding itself (a bare ValueError). Its words name no
         # place; the codec's walk finds it (only on this failure) and the error names it.
-        found = _unwritable_in(message.metadata, exc, into="written as JSON")
+        found = _unwritable_in(message.metadata, exc, into="written as JSON") if locate else None
         if found is None:
             raise TypeError(f"event {where}: {exc}") from None
         path = "".join(f".{key}" for key in reversed(found.keys))

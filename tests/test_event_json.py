@@ -33,6 +33,7 @@ from adk import (
     ToolCall,
     Usage,
 )
+from adk._json_where import unwritable_at
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -523,6 +524,37 @@ def test_a_tool_messages_structured_value_holding_itself_is_dropped_not_refused(
         dumped = AgentEvent.of(message).to_dict()["output"]["message"]
     assert dumped["metadata"] == {"structured": None} and dumped["content"] == "ok"
     assert any("'looped'" in r.getMessage() for r in caplog.records), caplog.records
+
+
+def test_a_dropped_structured_value_is_walked_for_its_warning_alone(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool's structured value a checkpoint or an event's JSON cannot hold is written as None,
+    and was walked piece by piece for where it fails at every save of the history holding it
+    and every event of it, the place found thrown away (the walk is for an error, and there is
+    none): 30,000 items cost a save three times its own dump. Walked once, for the warning."""
+    from adk.checkpoint import codec
+
+    walks: list[object] = []
+
+    def counted(value: Any, *rest: Any) -> Any:
+        walks.append(value)
+        return unwritable_at(value, *rest)
+
+    monkeypatch.setattr(codec, "unwritable_at", counted)
+    for where in ("an event's JSON", "a checkpoint"):
+        codec._warned_structured.discard(("walked", where))
+    rows = [*range(100), {"at": object()}]
+    message = Message(role="tool", content="ok", name="walked", metadata={"structured": rows})
+    with caplog.at_level("WARNING", logger="adk.tools"):
+        for _ in range(3):
+            dumped = AgentEvent.of(message).to_dict()["output"]["message"]
+            assert dumped["metadata"] == {"structured": None}
+            saved = codec.to_json_value({"h": [message]}, "history")
+            assert codec.from_json_value(saved)["h"][0].metadata == {"structured": None}
+    assert len(walks) == 2, walks  # one a place: the first event, the first save
+    said = [r.getMessage() for r in caplog.records if "'walked'" in r.getMessage()]
+    assert len(said) == 2 and all("object cannot be" in text for text in said), said
 
 
 @pytest.mark.parametrize(

@@ -566,19 +566,28 @@ def dropped_structured(message: Message, why: object, where: str) -> Message:
     return message.model_copy(update={"metadata": {**message.metadata, STRUCTURED: None}})
 
 
+def warns_of(message: Message, where: str) -> bool:
+    """Whether ``dropped_structured(message, ..., where)`` will warn: the first time for its
+    tool there. Only then is the value walked for where it fails (``_unwritable``), for the
+    warning to say: the place is thrown away, and a save of a history holding it, or each event
+    of it, paid a walk of the whole value (30,000 items: three times the save's own dump)."""
+    return (message.name or "?", where) not in _warned_structured
+
+
 def _tool_message_json(value: Message, depth: int) -> dict[str, Any]:
     """``_own_json`` of a tool message carrying a tool's structured output (``STRUCTURED``):
     saved as it is when the checkpoint can hold it, else with None for it
     (``dropped_structured``). Only such a message pays the attempt: at a save, never per call."""
     try:
-        return _own_json(value, Message, depth)
+        return _own_json(value, Message, depth, warns_of(value, "a checkpoint"))
     except (PydanticSerializationError, _Unstorable, ValueError, TypeError) as exc:
         return _own_json(dropped_structured(value, exc, "a checkpoint"), Message, depth)
 
 
-def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
+def _own_json(value: Any, cls: type[BaseModel], depth: int, locate: bool = True) -> dict[str, Any]:
     """``_plain`` of a model of ``_OWN``: stored without the fields that equal their defaults,
-    tagged with its registered name."""
+    tagged with its registered name. ``locate``: what pydantic cannot write is looked for, for
+    the error to name (``_unwritable``); else the error gives pydantic's words."""
     way = _OWN_WAYS.get(cls)
     if way is None:
         way = _OWN_WAYS[cls] = (_nan_serializer(cls), _any_fields(cls))
@@ -594,6 +603,8 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
         # frozenset: TypeError), a dict or list holding itself (a plain ValueError, "Circular
         # reference detected"). The pause failed with pydantic's words alone ("'utf-8' codec
         # can't decode byte 0xff"), naming neither the message nor the value.
+        if not locate:
+            raise _Unstorable(f"cannot be stored in a checkpoint: {exc}") from None
         raise _unwritable(value, places, exc) from None
     tag = _NAMES[cls]
     if "parts" in data:  # a message's images and files (most have none, and no key)
