@@ -734,6 +734,31 @@ async def test_a_sampled_call_with_arguments_that_are_no_object_is_an_error_answ
 
 
 @pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ('{"city": "Rome", "days": NaN}', "NaN is not a finite number, which JSON cannot carry"),
+        ('{"city": "Rome", "days": 1e400}', "1e400 is not a finite number"),
+        ('{"city": "Rome\\ud800"}', "arguments hold '\\ud800', a lone surrogate"),
+    ],
+    ids=["nan", "inf", "surrogate"],
+)
+async def test_a_sampled_call_whose_arguments_no_transport_carries_is_an_error_answer(
+    arguments: str, why: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """A model's call bound for an MCP server is refused when its arguments hold what JSON
+    cannot carry, as a call of an MCP tool is (``_parse_arguments``); proposed in a sampling
+    reply, NaN and 1e400 reached the server as null (``days: None``), the model's value lost
+    without a word, and a lone surrogate refused the reply for 'it holds a lone surrogate',
+    naming neither the call nor the value."""
+    model = ScriptedModel([Reply(tool_calls=[tool_call("forecast_today", arguments, id="c1")])])
+    async with MCPToolset(server_for("http", http_servers), sampling=model) as toolset:
+        picked = await call(toolset, "pick_city", {"question": "Where?"})
+    assert picked.is_error, picked.content
+    said = "the client's model failed: it proposed a call of 'forecast_today' whose arguments"
+    assert f"{said} cannot be sent: {why}" in picked.content, picked.content
+
+
+@pytest.mark.parametrize(
     ("case", "reason"),
     [
         (

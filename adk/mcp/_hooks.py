@@ -62,6 +62,7 @@ from ..models.base import ChatModel, ModelOptions, model_name_of
 from ..tools.base import ToolSpec
 from ._content import blocks_message, result_of
 from ._names import _model_names, _model_parameters
+from ._sendable import LONE_SURROGATE, parse_arguments, printable
 
 if TYPE_CHECKING:
     from ..tools.base import ToolContext
@@ -207,11 +208,8 @@ def _sendable(source: str, answer: Any) -> Any:
     try:
         dump(by_alias=True, exclude_unset=True)
     except ValueError as exc:  # PydanticSerializationError: UTF-8 cannot encode it, or JSON hold it
-        words = str(exc)
-        if "surrogate" in words:
-            why = "it holds a lone surrogate, which is not Unicode text"
-        else:  # an object of the handler's own in the content, say: it failed the writer too
-            why = words[:300].encode("utf-8", "backslashreplace").decode()
+        words = str(exc)  # else an object of the handler's own, say: it failed the writer too
+        why = f"it holds {LONE_SURROGATE}" if "surrogate" in words else printable(words)
         logger.warning(
             "MCP request answered with an error: the client's %s's answer: %s", source, why
         )
@@ -414,15 +412,21 @@ class _SampledTools:
 
     def _use_of(self, call: ToolCall, position: int) -> ToolUseContent:
         """The model's proposed ``call`` (its ``position``-th) as a ``tool_use`` block."""
-        try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
+        try:  # what no transport carries is refused, as in a call of the server's tool
+            arguments = parse_arguments(call.arguments)
+        except ValueError as exc:
+            try:
+                read = json.loads(call.arguments)
+            except (ValueError, RecursionError):
+                read = None
+            if isinstance(read, dict):  # NaN, 1e400, a lone surrogate: was sent (null) or failed
+                raise _Malformed(  # the whole reply ("it holds a lone surrogate")
+                    f"it proposed a call of '{call.name}' whose arguments cannot be sent: {exc}"
+                ) from None
             raise _Malformed(
                 f"it proposed a call of '{call.name}' whose arguments are not a JSON object: "
                 f"{call.arguments[:200]!r}"
-            )
+            ) from None
         name = self._by_model_name.get(call.name, call.name)
         id_ = call.id or f"call_{position}"
         return ToolUseContent(type="tool_use", id=id_, name=name, input=arguments)

@@ -14,14 +14,12 @@ import asyncio
 import functools
 import json
 import logging
-import math
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx2
-import pydantic_core
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -65,6 +63,7 @@ from ._names import (
     _model_parameters,
     _offered_as,
 )
+from ._sendable import check_sendable, parse_arguments
 from ._servers import (
     HTTPServer,
     ServerConfig,
@@ -171,75 +170,6 @@ def _schema_breach(exc: BaseException, mcp_name: str) -> str | None:
     return None
 
 
-def _not_finite(word: str) -> float:
-    raise ValueError(f"{word} is not a finite number, which JSON cannot carry")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if math.isinf(number):
-        _not_finite(text)
-    return number
-
-
-def _check_sendable(text: str, what: str) -> None:
-    """Refuse (``ValueError``) ``text`` holding a lone surrogate, which cannot be encoded as
-    UTF-8: sent, it ended the session (every call in flight on it) rather than failing alone."""
-    try:
-        text.encode()
-    except UnicodeEncodeError as exc:
-        bad = exc.object[exc.start : exc.end]
-        raise ValueError(
-            f"{what} holds {bad!r}, a lone surrogate, which is not Unicode text"
-        ) from None
-
-
-def _parse_arguments(text: str) -> dict[str, Any]:
-    """A call's arguments as the server will be sent them, or ``ValueError`` saying why they
-    cannot be: json.loads takes what no MCP transport carries (NaN and 1e400, sent as null; a
-    lone surrogate, ``"\\ud800"``, which cannot be encoded and, over stdio, ended the session
-    for every call in flight on it)."""
-    if not text or not text.strip():
-        return {}  # some models send "" for tools without parameters
-    try:
-        value = json.loads(text, parse_constant=_not_finite, parse_float=_finite)
-    except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
-        ) from None
-    except RecursionError:
-        raise ValueError("arguments are nested too deeply to be read") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
-    # Written as the transport will write them, where that can fail: a surrogate can only be
-    # escaped or not ASCII, and nesting past the writer's limit (pydantic's, 255 levels, within
-    # json.loads' ~1000) needs that many brackets. Failing there, the call read 'failed:
-    # ValueError: Circular reference detected (depth exceeded)'.
-    if "\\u" in text or not text.isascii() or text.count("[") + text.count("{") > _DEEP:
-        try:
-            pydantic_core.to_json(value)
-        except ValueError as exc:  # PydanticSerializationError
-            raise ValueError(_unsendable(value, str(exc))) from None
-    return value
-
-
-_DEEP = 200  # brackets in a call's arguments past which their nesting is checked (see above)
-
-
-def _unsendable(value: dict[str, Any], words: str) -> str:
-    """Why the transport cannot write ``value`` (pydantic's ``words``), said for the model."""
-    if "depth exceeded" in words:
-        return "arguments are nested too deeply to be sent"
-    try:
-        json.dumps(value, ensure_ascii=False).encode()
-    except UnicodeEncodeError as exc:  # the surrogates, in one piece (pydantic names one)
-        bad = exc.object[exc.start : exc.end]
-        return f"arguments hold {bad!r}, a lone surrogate, which is not Unicode text"
-    except (ValueError, RecursionError):
-        pass
-    return "arguments cannot be sent: " + words[:300].encode("utf-8", "backslashreplace").decode()
-
-
 def _to_result(result: CallToolResult, name: str, mcp_name: str) -> ToolResult:
     answer = result_of(result.content, result.structured_content, result.is_error)
     if answer.is_error:
@@ -312,11 +242,11 @@ class _MCPTool:
         """What is wrong with ``arguments`` (JSON text) for the server's input schema, or None: a
         person's edit of a call's arguments is checked with this before the resume runs anything
         (``adk._approval.edited_call``); the server would otherwise be the first to see them.
-        What no transport can carry (``_parse_arguments``) is a problem too: it would otherwise
+        What no transport can carry (``parse_arguments``) is a problem too: it would otherwise
         pass here and be an error result once resumed, the checkpoint gone, the model told the
         call "ran with" the edit."""
         try:
-            parsed = _parse_arguments(arguments)
+            parsed = parse_arguments(arguments)
         except ValueError as exc:
             return str(exc)
         return self._schema_problem(parsed)
@@ -349,7 +279,7 @@ class _MCPTool:
         approval = self._approval
         if approval is not False:
             try:
-                parsed = _parse_arguments(arguments)
+                parsed = parse_arguments(arguments)
             except ValueError as exc:  # nothing to approve: the model reads why and tries again
                 return ToolResult.error(f"invalid arguments for tool '{name}': {exc}")
             if ctx is None:
@@ -636,7 +566,7 @@ class MCPToolset(SharedCloseable):
         serve, as listing does for other failures."""
         if not isinstance(uri, str) or not uri:
             raise ValueError(f"uri must be a non-empty string, got {uri!r}")
-        _check_sendable(uri, "uri")
+        check_sendable(uri, "uri")
 
         async def fetch(client: Client) -> list[TextResourceContents | BlobResourceContents]:
             return list((await client.read_resource(uri)).contents)
@@ -988,7 +918,7 @@ class MCPToolset(SharedCloseable):
         self, name: str, mcp_name: str, arguments: str, ctx: ToolContext | None = None
     ) -> ToolResult:
         try:
-            parsed = _parse_arguments(arguments)
+            parsed = parse_arguments(arguments)
         except ValueError as exc:
             return ToolResult.error(f"invalid arguments for tool '{name}': {exc}")
         server = self.server
@@ -1065,8 +995,8 @@ class MCPToolset(SharedCloseable):
             for key, value in arguments.items()
         }
         for key, value in values.items():
-            _check_sendable(key, f"prompt {name!r}: an argument's name")
-            _check_sendable(value, f"prompt {name!r}: argument {key!r}")
+            check_sendable(key, f"prompt {name!r}: an argument's name")
+            check_sendable(value, f"prompt {name!r}: argument {key!r}")
 
         async def fetch(client: Client) -> list[Message]:
             result = await client.get_prompt(mcp_name, values)
