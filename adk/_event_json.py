@@ -122,12 +122,16 @@ def dump_message(message: Message, where: str) -> dict[str, Any]:
     message's ``structured`` value (a tool's ``ToolResult.structured``) that JSON cannot hold is
     written as None, with a warning (``dropped_structured``): the event is sent with its text,
     as the model read it, not refused for a value beside it."""
-    if message.metadata.get(STRUCTURED) is None:
-        return _message_data(message, where)
-    try:  # walked for where it fails only for the warning (``warns_of``)
-        return _message_data(message, where, warns_of(message, _WHERE))
+    # A tool's value is walked for where it fails only for the warning (``warns_of``).
+    locate = STRUCTURED not in message.metadata or warns_of(message, _WHERE)
+    try:
+        return _message_data(message, where, locate)
     except TypeError as exc:
-        return _message_data(dropped_structured(message, exc, _WHERE), where)
+        if message.metadata.get(STRUCTURED) is not None:
+            return _message_data(dropped_structured(message, exc, _WHERE), where)
+        if locate:
+            raise
+    return _message_data(message, where)  # fails again, naming where (its value is None)
 
 
 _WHERE = "an event's JSON"  # what ``dropped_structured`` says cannot hold a tool's value

@@ -555,6 +555,12 @@ def test_a_dropped_structured_value_is_walked_for_its_warning_alone(
     assert len(walks) == 2, walks  # one a place: the first event, the first save
     said = [r.getMessage() for r in caplog.records if "'walked'" in r.getMessage()]
     assert len(said) == 2 and all("object cannot be" in text for text in said), said
+    # Its tool warned of already, what else its metadata holds is still named where it is.
+    other = message.model_copy(update={"metadata": {"structured": None, "b": b"\xff"}})
+    with pytest.raises(TypeError, match=r"event output\.message\.metadata\.b: bytes that are not"):
+        AgentEvent.of(other).to_dict()
+    with pytest.raises(codec.CheckpointError, match=r"history\.h\.metadata\.b: bytes that are not"):
+        codec.to_json_value({"h": [other]}, "history")
 
 
 @pytest.mark.parametrize(
