@@ -66,9 +66,9 @@ def unwritable_at(
     tuples, sets, pydantic models (each field as the model writes it, its extras too) and
     dataclasses (their fields). A value nested past what pydantic writes (its limit is 255
     levels) with nothing else wrong is found by a second walk, when ``error`` says so."""
-    found = _at(value, fallback, 0, limit, set(), False)
+    found = _Walk(fallback, limit, deep=False).at(value, 0)
     if found is None and _says_too_deep(error):
-        found = _at(value, fallback, 0, limit, set(), True)
+        found = _Walk(fallback, limit, deep=True).at(value, 0)
     if found is not None:
         found.path.reverse()
     return found
@@ -80,106 +80,93 @@ def _says_too_deep(error: BaseException) -> bool:
     return isinstance(error, RecursionError) or "depth exceeded" in str(error)
 
 
-def _at(
-    value: Any,
-    fallback: Callable[[Any], Any] | None,
-    depth: int,
-    limit: int,
-    above: set[int],
-    deep: bool,
-) -> Unwritable | None:
-    """``unwritable_at`` from ``value``, ``depth`` levels down; ``above``: the ids of the
-    containers on the way; ``deep``: the second walk, for the first container ``limit`` levels
-    down."""
-    cls = type(value)
-    if cls in _LEAVES:
+class _Walk:
+    """One walk of ``unwritable_at``: ``above`` holds the ids of the containers on the way;
+    ``deep``: the second walk, for the first container ``limit`` levels down."""
+
+    __slots__ = ("above", "deep", "fallback", "limit")
+
+    def __init__(self, fallback: Callable[[Any], Any] | None, limit: int, deep: bool) -> None:
+        self.fallback = fallback
+        self.limit = limit
+        self.deep = deep
+        self.above: set[int] = set()
+
+    def at(self, value: Any, depth: int) -> Unwritable | None:
+        """The first place pydantic cannot write in ``value``, ``depth`` levels down."""
+        cls = type(value)
+        if cls in _LEAVES:
+            return None
+        if id(value) in self.above:
+            return Unwritable(value, "", ITSELF)
+        below = depth < self.limit
+        items: Iterable[tuple[str | int | None, Any]] | None = None
+        container = True
+        if isinstance(value, dict):
+            if below:
+                for key in value:
+                    said = None if type(key) is str else _unwriting({key: None}, self.fallback)
+                    if said is not None:
+                        return Unwritable(key, said, KEY)
+                items = ((str(key), item) for key, item in value.items())
+        elif isinstance(value, (list, tuple)):
+            items = enumerate(value) if below else None
+        elif isinstance(value, (set, frozenset)):
+            items = ((None, item) for item in value) if below else None
+        elif isinstance(value, BaseModel):
+            if below:
+                return self._in_model(value, depth)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            if below:
+                fields = dataclasses.fields(value)
+                items = ((f.name, getattr(value, f.name, None)) for f in fields)
+        else:
+            container = False
+        if items is not None:
+            return self._in_items(value, items, depth)
+        said = _unwriting(value, self.fallback)
+        if not container:
+            return None if said is None else Unwritable(value, said, "")
+        # ``limit`` levels down: written whole.
+        if said is None:
+            return Unwritable(value, "", DEEP) if self.deep else None
+        return Unwritable(value, said, DEEP if "depth exceeded" in said else BELOW)
+
+    def _in_items(
+        self, value: Any, items: Iterable[tuple[str | int | None, Any]], depth: int
+    ) -> Unwritable | None:
+        """``at`` of each of ``items`` (a name or index, and what is there) of ``value``."""
+        self.above.add(id(value))
+        try:
+            for name, item in items:
+                found = self.at(item, depth + 1)
+                if found is not None:
+                    if name is not None:
+                        found.path.append(name)
+                    return found
+        finally:
+            self.above.discard(id(value))
         return None
-    if id(value) in above:
-        return Unwritable(value, "", ITSELF)
-    items: Iterable[tuple[str | int | None, Any]] | None = None
-    container = True
-    if isinstance(value, dict):
-        if depth < limit:
-            for key in value:
-                said = None if type(key) is str else _unwriting({key: None}, fallback)
-                if said is not None:
-                    return Unwritable(key, said, KEY)
-            items = ((str(key), item) for key, item in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = enumerate(value) if depth < limit else None
-    elif isinstance(value, (set, frozenset)):
-        items = ((None, item) for item in value) if depth < limit else None
-    elif isinstance(value, BaseModel):
-        if depth < limit:
-            return _in_model(value, fallback, depth, limit, above, deep)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if depth < limit:
-            fields = dataclasses.fields(value)
-            items = ((f.name, getattr(value, f.name, None)) for f in fields)
-    else:
-        container = False
-    if items is not None:
-        return _in_items(value, items, fallback, depth, limit, above, deep)
-    said = _unwriting(value, fallback)
-    if not container:
-        return None if said is None else Unwritable(value, said, "")
-    # ``limit`` levels down: written whole.
-    if said is None:
-        return Unwritable(value, "", DEEP) if deep else None
-    return Unwritable(value, said, DEEP if "depth exceeded" in said else BELOW)
 
-
-def _in_items(
-    value: Any,
-    items: Iterable[tuple[str | int | None, Any]],
-    fallback: Callable[[Any], Any] | None,
-    depth: int,
-    limit: int,
-    above: set[int],
-    deep: bool,
-) -> Unwritable | None:
-    """``_at`` of each of ``items`` (a name or index, and what is there) of ``value``."""
-    above.add(id(value))
-    try:
-        for name, item in items:
-            found = _at(item, fallback, depth + 1, limit, above, deep)
-            if found is not None:
-                if name is not None:
-                    found.path.append(name)
-                return found
-    finally:
-        above.discard(id(value))
-    return None
-
-
-def _in_model(
-    value: BaseModel,
-    fallback: Callable[[Any], Any] | None,
-    depth: int,
-    limit: int,
-    above: set[int],
-    deep: bool,
-) -> Unwritable | None:
-    """``_at`` of a model: its fields by name, each written by the model's own rules (its
-    config, its field serializers: pydantic's plain ones would blame bytes a model writes as
-    base64), then its extras; else the model itself, which writes itself and fails doing so."""
-    failing = failing_field(value, fallback)
-    if failing is not None:
-        name, inner, exc, plain = failing
-        found = None
-        if plain:
-            found = _in_items(value, ((name, inner),), fallback, depth, limit, above, deep)
-        if found is None:  # written by the model's own rules: the field is named whole
-            found = Unwritable(inner, str(exc), "")
-            found.path.append(name)
-        return found
-    extras = value.__pydantic_extra__
-    if extras:
-        found = _in_items(value, extras.items(), fallback, depth, limit, above, deep)
-        if found is not None:
+    def _in_model(self, value: BaseModel, depth: int) -> Unwritable | None:
+        """``at`` of a model: its fields by name, each written by the model's own rules (its
+        config, its field serializers: pydantic's plain ones would blame bytes a model writes
+        as base64), then its extras; else the model itself, which writes itself and fails."""
+        failing = failing_field(value, self.fallback)
+        if failing is not None:
+            name, inner, exc, plain = failing
+            found = self._in_items(value, ((name, inner),), depth) if plain else None
+            if found is None:  # written by the model's own rules: the field is named whole
+                found = Unwritable(inner, str(exc), "")
+                found.path.append(name)
             return found
-    said = _unwriting(value, fallback)
-    return None if said is None else Unwritable(value, said, "")
+        extras = value.__pydantic_extra__
+        if extras:
+            found = self._in_items(value, extras.items(), depth)
+            if found is not None:
+                return found
+        said = _unwriting(value, self.fallback)
+        return None if said is None else Unwritable(value, said, "")
 
 
 def _unwriting(value: Any, fallback: Callable[[Any], Any] | None) -> str | None:
