@@ -65,10 +65,14 @@ def unwritable_at(
     Through dicts (their keys too, but ``str`` ones, which pydantic always writes), lists,
     tuples, sets, pydantic models (each field as the model writes it, its extras too) and
     dataclasses (their fields). A value nested past what pydantic writes (its limit is 255
-    levels) with nothing else wrong is found by a second walk, when ``error`` says so."""
-    found = _Walk(fallback, limit, deep=False).at(value, 0)
-    if found is None and _says_too_deep(error):
-        found = _Walk(fallback, limit, deep=True).at(value, 0)
+    levels) with nothing else wrong is found by a second walk, when ``error`` says so: the first
+    container ``limit`` levels down that pydantic refuses for its nesting there."""
+    try:
+        found = _Walk(fallback, limit, deep=False).at(value, 0)
+        if found is None and _says_too_deep(error):
+            found = _Walk(fallback, limit, deep=True).at(value, 0)
+    except RecursionError:  # begun where the stack was already deep: the caller says what failed
+        return None
     if found is not None:
         found.path.reverse()
     return found
@@ -129,7 +133,9 @@ class _Walk:
             return None if said is None else Unwritable(value, said, "")
         # ``limit`` levels down: written whole.
         if said is None:
-            return Unwritable(value, "", DEEP) if self.deep else None
+            if self.deep and _refused_below(value, depth, self.fallback):
+                return Unwritable(value, "", DEEP)
+            return None
         return Unwritable(value, said, DEEP if "depth exceeded" in said else BELOW)
 
     def _in_items(
@@ -167,6 +173,17 @@ class _Walk:
                 return found
         said = _unwriting(value, self.fallback)
         return None if said is None else Unwritable(value, said, "")
+
+
+def _refused_below(value: Any, depth: int, fallback: Callable[[Any], Any] | None) -> bool:
+    """Whether pydantic refuses ``value``, which it writes alone, for its nesting when it is
+    ``depth`` levels down (put inside as many lists): a value nested deeply but not past what
+    pydantic writes is not the one to name, beside one that is."""
+    inside = value
+    for _ in range(depth):
+        inside = [inside]
+    said = _unwriting(inside, fallback)
+    return said is not None and "depth exceeded" in said
 
 
 def _unwriting(value: Any, fallback: Callable[[Any], Any] | None) -> str | None:

@@ -510,8 +510,13 @@ def _nested(levels: int, inside: Any = None) -> Any:
         # "session.r: cannot be stored in a checkpoint: Circular reference detected (depth
         # exceeded)", naming neither the place nor the cause.
         ({"m": _nested(300)}, f"session.r.metadata.m: nested deeper than {MAX_DEPTH} levels"),
+        # Beside a value nested deeply but not past it, which a checkpoint holds: the other.
+        (
+            {"fine": _nested(205), "m": _nested(300)},
+            f"session.r.metadata.m: nested deeper than {MAX_DEPTH} levels",
+        ),
     ],
-    ids=["dataclass-field", "model-extra", "surrogate-key", "too-deep"],
+    ids=["dataclass-field", "model-extra", "surrogate-key", "too-deep", "too-deep-beside"],
 )
 def test_what_a_messages_metadata_holds_that_json_cannot_write_is_named_where_it_is(
     metadata: dict[str, Any], where: str
