@@ -14,6 +14,7 @@ import hashlib
 import json
 import pickle
 import re
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -47,6 +48,7 @@ from adk import (
     Session,
     ToolContext,
 )
+from adk._json_where import unwritable_at
 from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore, codec
 from adk.checkpoint.codec import (
@@ -527,6 +529,24 @@ def test_what_a_messages_metadata_holds_that_json_cannot_write_is_named_where_it
     with pytest.raises(CheckpointError) as caught:
         to_json_value({"r": Message(role="user", content="x", metadata=metadata)}, "session")
     assert str(caught.value).startswith(where), str(caught.value)
+
+
+def test_a_walk_for_the_place_that_runs_out_of_stack_finds_none_rather_than_raise() -> None:
+    """The walk recurses two frames a level (``adk._json_where``), begun on top of a save's own
+    recursion: out of stack, it finds nothing (its caller gives pydantic's words) rather than
+    let Python's RecursionError out of a pause."""
+    value = _nested(150, b"\xff")
+    frames, frame = 0, sys._getframe()
+    while frame is not None:
+        frames, frame = frames + 1, frame.f_back
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(frames + 100)
+    try:
+        assert unwritable_at(value, ValueError("invalid utf-8"), MAX_DEPTH) is None
+    finally:
+        sys.setrecursionlimit(limit)
+    found = unwritable_at(value, ValueError("invalid utf-8"), MAX_DEPTH)
+    assert found is not None and found.value == b"\xff" and len(found.path) == 150
 
 
 async def test_a_pause_of_a_registered_model_with_a_key_json_cannot_write_fails_clearly() -> None:
