@@ -746,10 +746,10 @@ async def test_a_sampled_call_whose_arguments_no_transport_carries_is_an_error_a
     arguments: str, why: str, http_servers: dict[bool, HTTPServerProcess]
 ) -> None:
     """A model's call bound for an MCP server is refused when its arguments hold what JSON
-    cannot carry, as a call of an MCP tool is (``_parse_arguments``); proposed in a sampling
-    reply, NaN and 1e400 reached the server as null (``days: None``), the model's value lost
-    without a word, and a lone surrogate refused the reply for 'it holds a lone surrogate',
-    naming neither the call nor the value."""
+    cannot carry, as a call of an MCP tool is (``adk.mcp._sendable.parse_arguments``);
+    proposed in a sampling reply, NaN and 1e400 reached the server as null (``days: None``),
+    the model's value lost without a word, and a lone surrogate refused the reply for 'it
+    holds a lone surrogate', naming neither the call nor the value."""
     model = ScriptedModel([Reply(tool_calls=[tool_call("forecast_today", arguments, id="c1")])])
     async with MCPToolset(server_for("http", http_servers), sampling=model) as toolset:
         picked = await call(toolset, "pick_city", {"question": "Where?"})
