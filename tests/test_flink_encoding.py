@@ -291,6 +291,44 @@ def test_a_record_whose_key_function_fails_in_key_by_is_a_record_error() -> None
     assert finder({"user": "ann"}) == "ann"
 
 
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_from_list_records_failure_names_its_place_in_the_list_on_any_instance(
+    durable: bool,
+) -> None:
+    """With parallelism above 1 an instance gets some of a list's records only: its own count
+    named the list's record 17 ``record 8`` (tried on a MiniCluster, parallelism 2), in the
+    ``RecordError`` and in an emitted error's text, where locally it says ``record 17``. A
+    ``from_list`` row carries its position; a resume, which has none, is counted as before."""
+    records = [
+        {"user": "a", "score": "1"},
+        {"user": "b", "score": "1"},
+        {"user": "b", "score": "x"},
+    ]
+    rows = _keyed_rows("user", records)
+    nan = _keyed_rows("user", [*records[:2], {"user": "b", "score": "nan"}])[2]
+    found: list[Any] = []
+    for on_error, row in (("raise", rows[2]), ("emit", nan)):  # this instance's first record
+        env = _environment(on_error=on_error, durable_memory=durable)
+        agent = ActionAgent("s", actions=[score])
+        if durable:
+            function = _KeyedStateFunction(agent, env, json.loads, True)
+            function.open(KeyedState(row[0]))
+            try:
+                found.append(list(function.process_element(row, KeyedState(row[0]))))
+            except RecordError as exc:
+                found.append(exc)
+            finally:
+                function.close()
+        else:
+            function = _AgentFunction(agent, env, True, json.loads, True)
+            found.extend(_invoked(function, Row(row[0], row)))
+    failure, emitted = found
+    assert isinstance(failure, RecordError) and failure.index == 2
+    assert str(failure).startswith("record 2 (key 'b') failed: ")
+    [failed] = _texts_of(emitted) if durable else emitted
+    assert failed["error"]["message"].startswith("record 2 (key 'b') cannot be sent or kept")
+
+
 # -- the durable-memory operator -------------------------------------------------------------------
 def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> None:
     """With durable memory the session is saved as checkpoint JSON, which refuses an int too long

@@ -498,6 +498,17 @@ class _WorkerAgent:
             else:
                 asyncio.run(asyncio.wait_for(runner.aclose(), 30))
 
+    def _numbered(self, value: Any, counted: int) -> int:
+        """The number a record's errors and spans name (``index``): a ``from_list`` keyed row's
+        position in the list, which the row carries; else (a ``from_datastream`` record, a
+        resume) ``counted``, this instance's count of what it received, Flink giving it no
+        position. The count alone named a list's record by its place among those of its own
+        instance: with parallelism 2, record 17 failed as ``record 8``."""
+        if self._json_keys and isinstance(value, Row) and len(value) > 2 and value[2] >= 0:
+            position: int = value[2]
+            return position
+        return counted
+
     def _record(self, value: Any) -> Any:
         """The record that ``value`` carries: from_list's JSON decoded (once), with a key a
         ``Row(key JSON, record JSON)`` whose record is its second field; or, in a job with
@@ -664,6 +675,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             )
         else:
             key, record = ("record", index), value
+        index = self._numbered(record, index)
         record = self._record(record)
         if type(key) is _NoKey:  # its key could not be found (``_KeyFinder``): it fails alone
             return self._keyless(index, key, record)
@@ -779,6 +791,7 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
     def process_element(self, value: Any, ctx: Any) -> Iterator[str]:
         assert self._thread is not None, "the function was not opened"
         index, key = next(self._numbers), self._key(ctx.get_current_key())
+        index = self._numbered(value, index)
         record = self._record(value)
         if type(key) is _NoKey:  # its key could not be found (``_KeyFinder``): no state touched
             yield from self._keyless(index, key, record)
@@ -965,18 +978,19 @@ def _why_state_is_restored(env: StreamExecutionEnvironment) -> str | None:
     return None
 
 
-_KEYED_ROW = Types.ROW([Types.STRING(), Types.STRING()])
-"""A keyed record of ``from_list``: its key's JSON text and its own."""
+_KEYED_ROW = Types.ROW([Types.STRING(), Types.STRING(), Types.LONG()])
+"""A keyed record of ``from_list``: its key's JSON text, its own, and its position in the list
+(-1 for a resume, which has none)."""
 
 
 def _keyed_rows(selector: KeySelector, records: Iterable[Any]) -> list[Row]:
     """``records`` as they travel with a key: each one's key (of its JSON data, as the agent gets
-    it) and the record, each as JSON text. Every record is checked before any key is found, so
+    it) and the record, each as JSON text, and its position (which its errors name). Every record is checked before any key is found, so
     a record JSON cannot hold is named as such, wherever the key selector would fail first."""
     data = [_jsonable(record, index) for index, record in enumerate(records)]  # its text, decoded
     texts = [_json_text(value, f"record {index}") for index, value in enumerate(data)]
     return [
-        Row(_key_json(selector, value, index), text)
+        Row(_key_json(selector, value, index), text, index)
         for index, (value, text) in enumerate(zip(data, texts, strict=True))
     ]
 

@@ -25,11 +25,12 @@ never starts with this character), so the operator tells the two apart by one ch
 
 def keyed_row(value: Any) -> Row:
     """A resume as ``from_list``'s keyed records travel: its key's JSON text (what ``key_by``
-    partitions on, written as the records' keys are) and the marked resume text."""
+    partitions on, written as the records' keys are), the marked resume text, and -1 for the
+    position in the list a record has and a resume has not."""
     text = value.decode() if isinstance(value, bytes | bytearray) else value
     if not isinstance(text, str):
         try:
             text = json.dumps(value)
         except (TypeError, ValueError):
             text = json.dumps(repr(value))  # refused in the operator: not a paused output
-    return Row(to_json(parsed(text).key).decode(), RESUME_MARK + text)
+    return Row(to_json(parsed(text).key).decode(), RESUME_MARK + text, -1)
