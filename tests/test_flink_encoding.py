@@ -329,6 +329,28 @@ def test_a_from_list_records_failure_names_its_place_in_the_list_on_any_instance
     assert failed["error"]["message"].startswith("record 2 (key 'b') cannot be sent or kept")
 
 
+def test_unkeyed_from_list_records_on_two_instances_have_keys_of_their_own() -> None:
+    """Without a key a record's key is its number: each instance counted from 0, so with
+    parallelism 2 two records had the key ``("record", 0)`` (tried on a MiniCluster), and a
+    consumer joining the outputs by key mixed them up. A list's record is its position."""
+
+    class Collections:  # Flink's environment, for from_list: the collection it is given
+        def from_collection(self, rows: list[Row], type_info: Any) -> list[Row]:
+            return rows
+
+    env = FlinkExecutionEnvironment(Collections(), on_error="emit")  # type: ignore[arg-type]
+    rows = env.from_list([{"score": s} for s in ("1", "2", "3", "nan")])._stream
+    agent = ActionAgent("s", actions=[score])
+    outputs: list[dict[str, Any]] = []
+    for mine in (rows[0::2], rows[1::2]):  # what each of two instances gets
+        for found in _invoked(_AgentFunction(agent, env, False, json.loads), *mine):
+            assert isinstance(found, list)
+            outputs += found
+    assert sorted(output["key"] for output in outputs) == [["record", n] for n in range(4)]
+    assert [output["output"]["score"] for output in outputs[:3]] == [1.0, 3.0, 2.0]
+    assert outputs[3]["error"]["message"].startswith("record 3 (key ('record', 3)) cannot")
+
+
 # -- the durable-memory operator -------------------------------------------------------------------
 def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> None:
     """With durable memory the session is saved as checkpoint JSON, which refuses an int too long

@@ -208,8 +208,8 @@ class FlinkExecutionEnvironment:
         # own setting (``ser_json_inf_nan``), it was ``null``, a value the record never held.
         kept = [_kept_json(record, index) for index, record in enumerate(records)]
         if selector is None:
-            texts = [_json_text(record, f"record {index}") for index, record in enumerate(kept)]
-            stream = self.env.from_collection(texts, type_info=Types.STRING())
+            rows = [Row(_json_text(record, f"record {i}"), i) for i, record in enumerate(kept)]
+            stream = self.env.from_collection(rows, type_info=_UNKEYED_ROW)
         else:
             rows = _keyed_rows(selector, kept)
             stream = self.env.from_collection(rows, type_info=_KEYED_ROW)
@@ -254,7 +254,7 @@ class FlinkKeyedInput:
         env = self._env
         restores: str | None = None
         parse = json.loads if self._json_records else None
-        # from_list's keyed records are Row(key JSON, record JSON), keyed by the key's text.
+        # from_list's keyed records are Row(key JSON, record JSON, position), keyed by the key's text.
         json_keys = self._json_records and self._key is not None
         stream = self._stream
         if resumes is not None:
@@ -499,25 +499,31 @@ class _WorkerAgent:
                 asyncio.run(asyncio.wait_for(runner.aclose(), 30))
 
     def _numbered(self, value: Any, counted: int) -> int:
-        """The number a record's errors and spans name (``index``): a ``from_list`` keyed row's
-        position in the list, which the row carries; else (a ``from_datastream`` record, a
-        resume) ``counted``, this instance's count of what it received, Flink giving it no
-        position. The count alone named a list's record by its place among those of its own
-        instance: with parallelism 2, record 17 failed as ``record 8``."""
-        if self._json_keys and isinstance(value, Row) and len(value) > 2 and value[2] >= 0:
-            position: int = value[2]
-            return position
+        """The number a record's errors and spans name (``index``), and an unkeyed record's key:
+        a ``from_list`` row's position in the list, which the row carries (its last field); else
+        (a ``from_datastream`` record, a resume) ``counted``, this instance's count of what it
+        received, Flink giving it no position. The count alone named a list's record by its
+        place among those of its own instance: with parallelism 2, record 17 failed as
+        ``record 8``, and two unkeyed records both had the key ``("record", 0)``."""
+        if self._parse is not None and isinstance(value, Row):  # only from_list's rows
+            place = 2 if self._json_keys else 1
+            if len(value) > place and value[place] >= 0:
+                position: int = value[place]
+                return position
         return counted
 
     def _record(self, value: Any) -> Any:
         """The record that ``value`` carries: from_list's JSON decoded (once), with a key a
-        ``Row(key JSON, record JSON)`` whose record is its second field; or, in a job with
+        ``Row(key JSON, record JSON, position)`` whose record is its second field, without one
+        a ``Row(record JSON, position)``; or, in a job with
         ``resumes``, a ``Resume`` (its text marked in from_list's rows, else one of the objects)."""
         if self._json_keys:
             value = value[1]
             # Only there: a record of the user's own may be a str starting with the mark.
             if self._resumes and value.startswith(RESUME_MARK):
                 return parsed(value[1:])
+        elif self._parse is not None and isinstance(value, Row):  # unkeyed: (JSON, position)
+            value = value[0]
         return self._parse(value) if self._parse is not None else value
 
     async def _run(
@@ -673,9 +679,10 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             key, record = (
                 (self._key(value[0]), value[1]) if isinstance(value, Row) else (None, value)
             )
+            index = self._numbered(record, index)
         else:
+            index = self._numbered(value, index)
             key, record = ("record", index), value
-        index = self._numbered(record, index)
         record = self._record(record)
         if type(key) is _NoKey:  # its key could not be found (``_KeyFinder``): it fails alone
             return self._keyless(index, key, record)
@@ -977,6 +984,9 @@ def _why_state_is_restored(env: StreamExecutionEnvironment) -> str | None:
             return f"it starts from the savepoint or checkpoint {option}={path}"
     return None
 
+
+_UNKEYED_ROW = Types.ROW([Types.STRING(), Types.LONG()])
+"""A record of ``from_list`` without a key: its JSON text and its position in the list."""
 
 _KEYED_ROW = Types.ROW([Types.STRING(), Types.STRING(), Types.LONG()])
 """A keyed record of ``from_list``: its key's JSON text, its own, and its position in the list
