@@ -8,6 +8,7 @@ state and the key, is a stand-in. tests/test_flink.py runs the same on a real Mi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import enum
 import importlib.util
@@ -126,6 +127,47 @@ def test_a_plain_for_over_a_jobs_outputs_says_how_to_take_them() -> None:
             TypeError, match=r"'outputs\.to_list\(\)'.*'outputs\.to_datastream\(\)'"
         ):
             take(outputs)  # type: ignore[call-overload]
+
+
+class _Collected:
+    """A job's outputs as ``execute_and_collect`` gives them, without running a job."""
+
+    def __init__(self, *outputs: dict[str, Any]) -> None:
+        self.texts = [json.dumps(output) for output in outputs]
+
+    def execute_and_collect(self) -> contextlib.AbstractContextManager[list[str]]:
+        return contextlib.nullcontext(self.texts)
+
+
+def test_a_jobs_pauses_kept_in_its_workers_memory_are_said_to_be_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without a checkpoint_store each worker kept its pauses in memory, gone with the bounded
+    job: a paused output's checkpoint_id named nothing, without a word (tried on a MiniCluster,
+    a record paused for approval). ``to_list`` says so; with a store, or no pause, it is quiet."""
+    paused = {"key": "u14", "output": None, "checkpoint_id": "c1", "run_id": "r1"}
+    done = {"key": "u1", "output": 1, "checkpoint_id": None, "run_id": "r2"}
+    for env, stream, warned in (
+        (_environment(), _Collected(done, paused, paused), True),
+        (_environment(checkpoint_store=InMemoryCheckpointStore), _Collected(paused), False),
+        (_environment(), _Collected(done), False),
+    ):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="adk.execution"):
+            taken = FlinkKeyedOutputs(env, stream).to_list()  # type: ignore[arg-type]
+        assert taken == [json.loads(text) for text in stream.texts]
+        said = [r.getMessage() for r in caplog.records if r.name == "adk.execution"]
+        if warned:
+            [message] = said
+            assert message.startswith(
+                "2 paused output(s) of this Flink job (the first of key 'u14')"
+            )
+            assert (
+                "their checkpoint_id cannot be resumed" in message
+                and "checkpoint_store=" in message
+            )
+        else:
+            assert said == []
 
 
 class _SensorReading(BaseModel):

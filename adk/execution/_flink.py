@@ -84,6 +84,7 @@ from ._records import (
     checked_max_turns,
     key_failure,
     key_of,
+    logger,
     resume_record,
     run_record,
     timed_out,
@@ -395,7 +396,28 @@ class FlinkKeyedOutputs:
         ``to_datastream`` is, before the job starts."""
         self._check_restores()
         with self.stream.execute_and_collect() as results:
-            return [json.loads(text) for text in results]
+            outputs = [json.loads(text) for text in results]
+        if self._env.checkpoint_store is None:
+            self._warn_of_lost_pauses(outputs)
+        return outputs
+
+    @staticmethod
+    def _warn_of_lost_pauses(outputs: list[dict[str, Any]]) -> None:
+        """Without a ``checkpoint_store``, each worker's runner kept its pauses in its own memory
+        (``InMemoryCheckpointStore``), which ended with this job: the paused outputs' ids name
+        checkpoints that no resume can find any more, where a local run's are resumed in the
+        process. Said once the job is over, as nothing can be done about it sooner."""
+        paused = [output for output in outputs if output.get("checkpoint_id")]
+        if paused:
+            logger.warning(
+                "%d paused output(s) of this Flink job (the first of key %r) were saved in the "
+                "workers' own memory, as FlinkExecutionEnvironment was given no checkpoint_store, "
+                "and ended with the job: their checkpoint_id cannot be resumed. Give it "
+                "checkpoint_store=, a function building a store that outlives the workers "
+                "(SQLite on shared storage, Redis, PostgreSQL), and run the records again",
+                len(paused),
+                paused[0].get("key"),
+            )
 
     def _check_restores(self) -> None:
         """Refuse a job that restores state (checkpointing, a savepoint) when the async operator
