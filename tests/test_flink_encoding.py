@@ -38,7 +38,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pyflink.common import Row
 
-from adk import AgentEvent, AgentInput, BaseAgent, OpenAIChatModel, Resources, RunContext, Runner
+from adk import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    ErrorInfo,
+    OpenAIChatModel,
+    Resources,
+    RunContext,
+    Runner,
+    Usage,
+)
 from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import from_json_value
@@ -48,9 +58,12 @@ from adk.execution._flink import (
     _as_json,
     _build_shipped_events,
     _decoded_key,
+    _failure_text,
     _keyed_rows,
     _KeyedStateFunction,
     _KeyFinder,
+    _raise_failures,
+    _Reported,
     _shipping,
 )
 from adk.execution._records import KeyedOutput
@@ -391,6 +404,57 @@ def test_unkeyed_from_list_records_on_two_instances_have_keys_of_their_own() -> 
     assert sorted(output["key"] for output in outputs) == [["record", n] for n in range(4)]
     assert [output["output"]["score"] for output in outputs[:3]] == [1.0, 3.0, 2.0]
     assert outputs[3]["error"]["message"].startswith("record 3 (key ('record', 3)) cannot")
+
+
+def _no_resources() -> Resources:
+    raise ValueError("no API key for OpenAI: pass api_key= or set OPENAI_API_KEY")
+
+
+def test_what_the_async_operator_fails_with_is_raised_by_the_operator_after_it() -> None:
+    """Raised from ``async_invoke``, a failure (a ``RecordError`` under ``on_error="raise"``, a
+    worker's ``resources`` function that raises) was kept by PyFlink's async operator to raise at
+    its next element, and dropped when its element completed before the operator's end of input:
+    on a MiniCluster 2 of 8 one-record jobs (parallelism 2) ended with no output and no error.
+    The function PyFlink is given hands it on as an output; the map after it raises it."""
+    rows = (Row("a", {"score": "1"}), Row("a", {"score": "x"}))
+    _, direct = _invoked(_scorer(), *rows)  # as async_invoke raises it
+    reported = _Reported(_scorer())
+
+    async def each(function: _Reported, *given: Row) -> list[list[str]]:
+        return [await function.async_invoke(row) for row in given]
+
+    try:
+        [text], [marked] = asyncio.run(each(reported, *rows))
+    finally:
+        reported.close()
+    assert _raise_failures(text) == text and json.loads(text)["output"]["score"] == 1.0
+    with pytest.raises(RecordError) as raised:
+        _raise_failures(marked)
+    failure = raised.value
+    assert isinstance(direct, RecordError) and (failure.index, failure.key) == (1, "a")
+    assert str(failure) == str(direct) and failure.error.type == "ActionError" and failure.run_id
+
+    env = _environment(on_error="emit", resources=_no_resources)  # emit: still the job's failure
+    broken = _Reported(_AgentFunction(ActionAgent("s", actions=[score]), env, True, None))
+    try:
+        [[marked]] = asyncio.run(each(broken, rows[0]))
+    finally:
+        broken.close()
+    with pytest.raises(RuntimeError, match=r"operator failed: ValueError: no API key for OpenAI"):
+        _raise_failures(marked)
+
+    paid = Usage(input_tokens=5, output_tokens=2, total_tokens=7)
+    kept = RecordError(3, ("a", 1), None, ErrorInfo("E", "m"), "r-1", usage=paid)
+    with pytest.raises(RecordError) as raised:
+        _raise_failures(_failure_text(kept))
+    again = raised.value
+    assert (again.index, again.key, again.run_id, again.usage, str(again)) == (
+        3,
+        ("a", 1),
+        "r-1",
+        paid,
+        str(kept),
+    )
 
 
 # -- the durable-memory operator -------------------------------------------------------------------

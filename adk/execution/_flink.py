@@ -68,6 +68,7 @@ from ..checkpoint.codec import (
 from ..checkpoint.store import CheckpointStore
 from ..context import _new_run_id
 from ..events import ErrorInfo, _type_name
+from ..messages import Usage
 from ..runner import Runner
 from ._flink_resumes import RESUME_MARK, keyed_row
 from ._records import (
@@ -288,11 +289,11 @@ class FlinkKeyedInput:
                 _build_shipped_events(function)
                 outputs = AsyncDataStream.ordered_wait(
                     stream,
-                    function,
+                    _Reported(function),
                     Time.milliseconds(int(backstop * 1000)),
                     capacity=env.max_concurrency,
                     output_type=Types.STRING(),
-                )
+                ).map(_raise_failures, output_type=Types.STRING())
         applied = FlinkKeyedOutputs(env, outputs)
         # Shipped to keep memory in the operator: see ``FlinkKeyedOutputs._check_restores``.
         applied._memory_in_operator = (
@@ -782,6 +783,82 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         reason = "was not done by the async operator's timeout (its wait included)"
         failed = timed_out(index, key, record, reason, run_id)
         return self._leaving([failed], index, key, record, run_id)
+
+
+_FAILED = "\x15"
+"""What starts an output text of ``_Reported`` that is a failure for ``_raise_failures`` to raise:
+an output is JSON, which never starts with this character."""
+
+
+class _Reported(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
+    """The async operator's function as PyFlink is given it: what ``_AgentFunction`` raises (a
+    ``RecordError`` under ``on_error="raise"``, a ``resources`` function that fails on a worker)
+    is handed on as an output for ``_raise_failures``, the operator after it, to raise.
+
+    Raised from ``async_invoke``, PyFlink's async operator kept it to raise at its next element
+    or while it waited for the elements in flight at the end of its input, and dropped it when
+    the element had completed before that wait (``_wait_for_in_flight_inputs_finished`` loops
+    only while some are in flight): the job ended without the record's outputs and without an
+    error (in a trial, 2 of 8 one-record jobs at parallelism 2). A map's exception fails the
+    job when it is raised."""
+
+    def __init__(self, function: _AgentFunction) -> None:
+        self.function = function
+
+    def open(self, runtime_context: Any) -> None:
+        self.function.open(runtime_context)
+
+    def close(self) -> None:
+        self.function.close()
+
+    async def async_invoke(self, value: Any) -> list[str]:
+        try:
+            return await self.function.async_invoke(value)
+        except Exception as exc:
+            return [_failure_text(exc)]
+
+    def timeout(self, value: Any) -> list[str]:
+        try:
+            return self.function.timeout(value)
+        except Exception as exc:
+            return [_failure_text(exc)]
+
+
+def _failure_text(exc: Exception) -> str:
+    """``exc`` as an output text of ``_Reported``: JSON of what ``_raise_failures`` raises again
+    (a record's failure with its fields), marked."""
+    failure: dict[str, Any] = {"type": _type_name(exc), "message": str(exc)}
+    if type(exc) is RecordError:
+        failure["record"] = {
+            "index": exc.index,
+            "key": exc.key,
+            "error": {"type": exc.error.type, "message": exc.error.message},
+            "run_id": exc.run_id,
+            "usage": None if exc.usage is None else exc.usage.model_dump(),
+        }
+    return _FAILED + json.dumps(failure, default=repr)
+
+
+def _raise_failures(text: str) -> str:
+    """The outputs of ``_Reported`` on to the job, a failure among them raised, which fails the
+    job: a ``RecordError`` as the record's own, anything else as a ``RuntimeError`` naming it."""
+    if not text.startswith(_FAILED):
+        return text
+    failure = json.loads(text[1:])
+    record = failure.get("record")
+    if record is None:
+        raise RuntimeError(f"the agent's operator failed: {failure['type']}: {failure['message']}")
+    key = record["key"]
+    error = ErrorInfo(record["error"]["type"], record["error"]["message"])
+    usage = None if record["usage"] is None else Usage.model_validate(record["usage"])
+    raise RecordError(
+        record["index"],
+        tupled(key) if type(key) is list else key,
+        None,
+        error,
+        record["run_id"],
+        usage=usage,
+    )
 
 
 class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[misc]
