@@ -694,6 +694,7 @@ class _Source:
         self.elements = elements
         self.selector: Any = None
         self.function: Any = None
+        self.mapped: Any = None
 
     def from_collection(self, elements: list[Any], type_info: Any) -> _Source:
         return _Source(list(elements))
@@ -728,6 +729,10 @@ class _Source:
         stream.function = function
         return stream
 
+    def map(self, function: Any, output_type: Any) -> _Source:  # after the async operator
+        self.mapped = function
+        return self
+
     def run(self, durable: bool) -> list[dict[str, Any]]:
         """Each element through ``key_by``'s selector and then the operator, as Flink would."""
         function, texts = self.function, []
@@ -746,7 +751,8 @@ class _Source:
 
         async def each() -> None:
             for element in self.elements:
-                texts.extend(await function.async_invoke(Row(self.selector(element), element)))
+                given = await function.async_invoke(Row(self.selector(element), element))
+                texts.extend(map(self.mapped, given))
 
         try:
             asyncio.run(each())
