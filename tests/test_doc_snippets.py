@@ -88,6 +88,29 @@ _LINK = re.compile(r"\]\(([^)#\s]*)(#[^)\s]*)?\)")
 _FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 
 
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name
+)
+def test_a_code_fence_is_alone_on_its_line(page: Path) -> None:
+    """A fence that closes a block with prose after it on its line (```` ``` To keep ...````) is
+    no fence to a markdown renderer: the block runs on to the next fence, taking the prose with
+    it, and every block after it opens where the last closed. ``SNIPPET`` takes it as a closing
+    all the same, so the snippet ran and nothing failed."""
+    wrong = []
+    inside = False
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        fence = line.lstrip()
+        if not fence.startswith("```"):
+            continue
+        if inside and fence.rstrip() != "```":
+            wrong.append(f"line {number}: {line!r} closes a block with more on its line")
+        elif not inside and not re.fullmatch(r"```[\w+-]*\s*", fence):
+            wrong.append(f"line {number}: {line!r} opens a block with more than its language")
+        inside = not inside
+    assert not inside, f"{page.name}: a code block is never closed"
+    assert not wrong, f"{page.name}: {wrong}"
+
+
 def _slug(heading: str) -> str:
     """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
