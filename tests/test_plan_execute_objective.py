@@ -237,3 +237,56 @@ async def test_a_carried_conversation_objective_leaves_out_transfers() -> None:
         "Objective:\nHi!\nFor context: [chat] said: Hello!.\n"
         "For context: [manager] said: Said hello..\nPrice our tea.\n\nPlan"
     )
+
+
+async def test_a_carried_objective_leaves_out_the_transfers_of_a_manager_whose_name_has_brackets() -> (
+    None
+):
+    """Agent names are free text: a manager called ``desk [EU]`` is carried as ``For context:
+    [desk [EU]] called tool: ...``, which the reading of the carried turns took for no transfer
+    (its author was read as what comes before the first ``]``), so its transfers stayed in the
+    objective; read with the name the message gives, they go as any manager's do."""
+    executor_model = ScriptedModel(["4 EUR a box."])
+    research = _research(ScriptedModel([json.dumps({"steps": ["find prices"]})]), executor_model)
+    carried = [
+        Message.user("Hi!"),
+        Message.user(
+            "For context: [desk [EU]] said: Hello. [desk [EU]] called tool: `transfer_to_agent` "
+            'with arguments: {"agent_name": "chat"}.'
+        ),
+        Message.user(
+            "For context: [desk [EU]] `transfer_to_agent` tool returned result: Transferred to "
+            "agent 'chat'."
+        ),
+        Message.user("Price our tea."),
+    ]
+    to_research = Message.assistant(
+        "", [tool_call("transfer_to_agent", {"agent_name": "research"})]
+    )
+    manager = ReActAgent("desk [EU]", ScriptedModel([to_research, "Tea costs 4 EUR."]))
+
+    await Runner(Supervisor(manager, [research])).invoke(carried)
+
+    prompt = executor_model.requests[0].messages[-1].content
+    assert prompt.startswith(
+        "Objective:\nHi!\nFor context: [desk [EU]] said: Hello.\nPrice our tea.\n\nPlan"
+    )
+
+
+async def test_a_long_carried_message_is_read_in_one_pass() -> None:
+    """The carried turns were searched with a pattern tried at every `` [`` of a message, each
+    try reading on to the next ``]``: a message of many `` [`` and no ``]`` (a client's, a tool
+    result carried as context) cost its length squared, 86 s of the event loop for 150 kB. Read
+    now from where the message says its author, it is kept whole, in a pass over it."""
+    executor_model = ScriptedModel(["4 EUR a box."])
+    research = _research(ScriptedModel([json.dumps({"steps": ["find prices"]})]), executor_model)
+    long = "For context: [chat] said: " + " [a" * 20_000 + "."
+    to_research = Message.assistant(
+        "", [tool_call("transfer_to_agent", {"agent_name": "research"})]
+    )
+    manager = ReActAgent("manager", ScriptedModel([to_research, "Tea costs 4 EUR."]))
+
+    await Runner(Supervisor(manager, [research])).invoke([Message.user(long), Message.user("Go.")])
+
+    prompt = executor_model.requests[0].messages[-1].content
+    assert prompt.startswith(f"Objective:\n{long}\nGo.\n\nPlan")
