@@ -205,6 +205,10 @@ class AsyncCloseable:
 # as loops in several threads may share one (``asyncio.run`` per request in worker threads).
 _HOLDS: dict[int, list[Any]] = {}
 _HOLDING = threading.Lock()
+# The held ones that close others with them (a class with ``_adk_held_with()``: a ``Resources``
+# and its toolsets and models): what they hold is held with them, as their last holder's close
+# closes it. Read at each ``held``, so what is registered after the hold is held too.
+_CONTAINERS: dict[int, Any] = {}
 
 
 def hold(part: object) -> None:
@@ -213,6 +217,8 @@ def hold(part: object) -> None:
         entry = _HOLDS.get(id(part))
         if entry is None:
             _HOLDS[id(part)] = [part, 1]
+            if callable(getattr(type(part), "_adk_held_with", None)):
+                _CONTAINERS[id(part)] = part
         else:
             entry[1] += 1
 
@@ -227,18 +233,27 @@ def release(part: object) -> bool:
         if entry[1] > 0:
             return False
         del _HOLDS[id(part)]
+        _CONTAINERS.pop(id(part), None)
         return True
 
 
-def held(part: object) -> bool:
-    """Whether anyone holds ``part`` open (``hold``)."""
-    return id(part) in _HOLDS
+def held(part: object, besides: object = None) -> bool:
+    """Whether anyone holds ``part`` open (``hold``): itself, or a held container of it (a
+    ``Resources`` it is registered in) other than ``besides``, whose close closes it."""
+    if id(part) in _HOLDS:
+        return True
+    if not _CONTAINERS:
+        return False
+    with _HOLDING:
+        containers = [c for c in _CONTAINERS.values() if c is not besides]
+    return any(any(m is part for m in c._adk_held_with()) for c in containers)
 
 
 class SharedCloseable(AsyncCloseable):
     """An ``AsyncCloseable`` several users may share: ``async with obj:`` holds it open, and the
     block's end closes it only if no other holder is left (another ``async with`` on it, a runner
-    using it inside its own ``async with``), else the last of them closes it. ``aclose()`` itself
+    using it inside its own ``async with``, a held ``Resources`` it is registered in), else the
+    last of them closes it. ``aclose()`` itself
     closes at once, whoever holds it: it is the explicit close."""
 
     async def __aenter__(self) -> Self:
@@ -252,7 +267,7 @@ class SharedCloseable(AsyncCloseable):
         tb: TracebackType | None,
     ) -> None:
         del exc, tb  # not kept in this frame while it awaits: see _driver.NO_EVENT
-        if release(self):
+        if release(self) and not held(self):  # else the held container's close closes it
             await self.aclose()
 
 

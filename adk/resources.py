@@ -563,7 +563,7 @@ class Resources(SharedCloseable):
         Everything is closed even if one close fails; the first failure is then raised.
         """
         loop = asyncio.get_running_loop()
-        kept = {name for name, toolset in self._mcp.items() if held(toolset)}
+        kept = {name for name, toolset in self._mcp.items() if held(toolset, besides=self)}
         asking = [
             task
             for (_, server), task in self._asking.items()
@@ -577,7 +577,7 @@ class Resources(SharedCloseable):
         closers += [
             close
             for model in self._models.values()
-            if not held(model) and callable(close := getattr(model, "aclose", None))
+            if not held(model, besides=self) and callable(close := getattr(model, "aclose", None))
         ]
         if not closers:
             return
@@ -598,6 +598,11 @@ class Resources(SharedCloseable):
             logger.warning("closing a resource failed: %s", failure, exc_info=failure)
         if failures:
             raise failures[0]
+
+    def _adk_held_with(self) -> list[Any]:
+        """What holding these resources holds open too (``adk._aio.held``): what ``aclose``
+        closes, so a runner given one of them directly leaves it to their last holder."""
+        return [*self._mcp.values(), *self._models.values()]
 
     def __repr__(self) -> str:
         return (

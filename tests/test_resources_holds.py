@@ -261,3 +261,52 @@ async def test_an_explicit_close_closes_at_once_whoever_holds_it() -> None:
     async with resources, Runner(ReActAgent("a", "m"), resources=resources):
         await resources.aclose()
         assert model.closed == 1
+
+
+async def test_a_toolset_of_held_resources_given_to_the_agents_stays_open(server: Any) -> None:
+    """The toolset ``add_mcp`` returns, given to the agents themselves (``tools=[toolset]``)
+    while the service holds its ``Resources`` open: a request's runner, closed at its end (in
+    ``async with``, or by hand with or without the resources), leaves it open, as the holder of
+    the ``Resources`` closes it. Before, the runner found the toolset on its agent, saw no holder
+    of the toolset itself and closed it: each next request connected again (a new process)."""
+    resources, toolset = shared_resources(server)
+    served: list[int] = []
+    async with resources:
+        for closes in ("async with", "aclose", "aclose without resources"):
+            agent = ReActAgent("clerk", asks_pid(), tools=[toolset])
+            given = None if closes == "aclose without resources" else resources
+            if closes == "async with":
+                async with Runner(agent, resources=given) as runner:
+                    served += pids(await runner.invoke("which process?"))
+            else:
+                runner = Runner(agent, resources=given)
+                try:
+                    served += pids(await runner.invoke("which process?"))
+                finally:
+                    await runner.aclose()
+            assert len(session_tasks(server)) == 1, closes  # still open between requests
+        async with toolset:  # a block on the toolset leaves it to the holder of the resources
+            pass
+        assert len(session_tasks(server)) == 1
+        assert len(served) == 3 and len(set(served)) == 1
+    assert session_tasks(server) == []  # the holder's end closed it
+    if isinstance(server, StdioServer):
+        assert not pid_exists(served[0])
+
+
+async def test_a_model_of_held_resources_given_to_the_agents_stays_open() -> None:
+    """A model registered in ``Resources`` the service holds, and given to an agent itself: a
+    request's runner leaves it to the holder of the ``Resources``; the holder's end closes it,
+    once. An explicit ``resources.aclose()`` still closes it at once."""
+    model = _Closing(["hi", "hi"])
+    resources = Resources()
+    resources.add_model("m", model)
+    async with resources:
+        async with Runner(ReActAgent("a", model), resources=resources) as runner:
+            assert (await runner.invoke("hi")).text == "hi"
+        await Runner(ReActAgent("a", model)).aclose()
+        assert model.closed == 0
+    assert model.closed == 1
+    async with resources:
+        await resources.aclose()
+        assert model.closed == 2
