@@ -296,12 +296,13 @@ async def test_a_toolset_of_held_resources_given_to_the_agents_stays_open(server
 
 async def test_a_model_of_held_resources_given_to_the_agents_stays_open() -> None:
     """A model registered in ``Resources`` the service holds, and given to an agent itself: a
-    request's runner leaves it to the holder of the ``Resources``; the holder's end closes it,
-    once. An explicit ``resources.aclose()`` still closes it at once."""
+    request's runner leaves it to the holder of the ``Resources`` (registered after the hold
+    began, too); the holder's end closes it, once. An explicit ``resources.aclose()`` still
+    closes it at once."""
     model = _Closing(["hi", "hi"])
     resources = Resources()
-    resources.add_model("m", model)
     async with resources:
+        resources.add_model("m", model)
         async with Runner(ReActAgent("a", model), resources=resources) as runner:
             assert (await runner.invoke("hi")).text == "hi"
         await Runner(ReActAgent("a", model)).aclose()
