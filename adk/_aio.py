@@ -253,8 +253,8 @@ class SharedCloseable(AsyncCloseable):
     """An ``AsyncCloseable`` several users may share: ``async with obj:`` holds it open, and the
     block's end closes it only if no other holder is left (another ``async with`` on it, a runner
     using it inside its own ``async with``, a held ``Resources`` it is registered in), else the
-    last of them closes it. ``aclose()`` itself
-    closes at once, whoever holds it: it is the explicit close."""
+    last of them closes it. ``aclose()`` itself closes at once, whoever holds it: it is the
+    explicit close."""
 
     async def __aenter__(self) -> Self:
         hold(self)
