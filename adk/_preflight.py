@@ -156,7 +156,8 @@ class Preflight:
         return CheckpointError(
             f"the transfer to {target!r} that a paused round{of} holds would fail: {why}; "
             "resumed, its approved calls would be made and the transfer then fail the run; the "
-            "checkpoint is kept as it was"
+            "checkpoint is kept as it was",
+            reason="incompatible",
         )
 
     def defer(self, check: Callable[[], Awaitable[None]]) -> None:
@@ -260,7 +261,8 @@ class Preflight:
         of = f" of checkpoint {self.checkpoint_id!r}" if self.checkpoint_id is not None else ""
         return CheckpointError(
             f"the resume{of} cannot reach the paused point(s) {points}: {why} (the agents "
-            "changed since the pause?); the checkpoint is kept as it was"
+            "changed since the pause?); the checkpoint is kept as it was",
+            reason="incompatible",
         )
 
 

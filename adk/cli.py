@@ -113,7 +113,8 @@ def _check_shape(body: dict[str, Any], checkpoint_id: str) -> None:
         # Only the agent is required: an older pyadk's body may lack the others.
         if (part in body or part == "agent") and not isinstance(body.get(part), kind):
             raise CheckpointError(
-                f"checkpoint {checkpoint_id!r} is malformed: {part} is not {name}"
+                f"checkpoint {checkpoint_id!r} is malformed: {part} is not {name}",
+                reason="corrupt",
             )
 
 

@@ -274,7 +274,8 @@ class FlowAgent:
                 f"to {name!r} its paused round holds goes to no agent it can transfer to now "
                 f"({listed}): resumed, its approved calls would be made and the transfer then "
                 f"fail the run; give agent {node.name!r} an agent {name!r} to transfer to again "
-                "and resume"
+                "and resume",
+                reason="incompatible",
             )
         after = transfers + 1
         reports = after == self.max_transfers and getattr(target.agent, "_adk_reports_back", None)
@@ -284,7 +285,8 @@ class FlowAgent:
                 f"{node.name!r} paused after {transfers} transfers, with max_transfers of "
                 f"{self.max_transfers}: the transfer to {name!r} its paused round holds"
                 f"{' and the report back' if reports else ''} would pass the limit; raise "
-                "max_transfers and resume again"
+                "max_transfers and resume again",
+                reason="incompatible",
             )
         return None
 

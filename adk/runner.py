@@ -77,6 +77,7 @@ from .agent import Agent, AgentInput
 from .checkpoint.codec import (
     CheckpointError,
     CheckpointNotFoundError,
+    _Reason,
     decode_checkpoint,
     encode_checkpoint,
     to_json_value,
@@ -1095,12 +1096,10 @@ class Runner(AsyncCloseable):
         ):
             # A new run pausing under the id of a checkpoint that is being resumed would overwrite
             # it, and the resume would then delete the new one when it finished.
-            error = ErrorInfo(
-                "CheckpointError",
-                f"could not save checkpoint {checkpoint_id!r}: it is being resumed; pause a new "
-                "run under another id (one per pause) or after that resume has ended",
+            taken = _being_resumed(checkpoint_id, "could not save checkpoint")
+            return AgentEvent(
+                event.agent_name, event.run_path, error=ErrorInfo.of(taken), exception=taken
             )
-            return AgentEvent(event.agent_name, event.run_path, error=error)
         elif run.plan is not None and run.plan.unreached():
             # Saving would replace the checkpoint that still holds the undelivered answers.
             return _unreached(self.agent.name, checkpoint_id, run.plan.unreached())
@@ -1125,7 +1124,10 @@ class Runner(AsyncCloseable):
             if generated or run.plan is not None:
                 await self.checkpoint_store.put(checkpoint_id, data)
             elif await self._put_new(checkpoint_id, data):
-                return AgentEvent(event.agent_name, event.run_path, error=_waits(checkpoint_id))
+                taken = _waits(checkpoint_id, "could not save checkpoint")
+                return AgentEvent(
+                    event.agent_name, event.run_path, error=ErrorInfo.of(taken), exception=taken
+                )
         except (Exception, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
                 if generated:  # the write may have landed under an id nobody will ever learn
@@ -1247,7 +1249,8 @@ class Runner(AsyncCloseable):
         if snapshot.agent != self.agent.name:
             raise CheckpointError(
                 f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
-                f"not to {self.agent.name!r}"
+                f"not to {self.agent.name!r}",
+                reason="incompatible",
             )
         if not own_session and _record_memory.get() is None and "memory" in body:
             # A keyed record of a job that holds its key's memory (a Flink job): run here, on the
@@ -1304,7 +1307,9 @@ class Runner(AsyncCloseable):
                 # A checkpoint saved before keys were has none: resumed unchecked, as it was.
                 problem = _record_keys.refused(body["record_key"], keyed[0])
                 if problem is not None:
-                    raise CheckpointError(f"checkpoint {checkpoint_id!r} {problem}")
+                    raise CheckpointError(
+                        f"checkpoint {checkpoint_id!r} {problem}", reason="incompatible"
+                    )
             self._check_gates(snapshot.signal, checkpoint_id)
             preflight = adk._preflight.Preflight(plan, checkpoint_id)
             preflight.run(self.agent, ctx)
@@ -1384,7 +1389,8 @@ class Runner(AsyncCloseable):
                 f"since the pause?): {named}. Without it the call would go on as on a first "
                 "call, its tool run unasked by it; give the runner (or the agent) that callback "
                 "again, one of that module and name that lets the call through if it should no "
-                "longer ask; the checkpoint is kept as it was"
+                "longer ask; the checkpoint is kept as it was",
+                reason="incompatible",
             )
 
     def _check_options_given(
@@ -1672,12 +1678,13 @@ async def _aclose(part: Any) -> None:
 
 def _claim_lost(agent_name: str, run_path: tuple[str, ...], checkpoint_id: str) -> AgentEvent:
     """The error that ends a resume whose claim on its checkpoint may have passed to another."""
-    message = (
+    error = CheckpointError(
         f"lost the claim on checkpoint {checkpoint_id!r}: it could not be renewed in time (the "
         "store unreachable or the event loop blocked for longer than the store's claim_ttl), so "
-        "another resume may hold it now; stopped here, leaving the checkpoint as it is"
+        "another resume may hold it now; stopped here, leaving the checkpoint as it is",
+        reason="busy",
     )
-    return AgentEvent(agent_name, run_path, error=ErrorInfo("CheckpointError", message))
+    return AgentEvent(agent_name, run_path, error=ErrorInfo.of(error), exception=error)
 
 
 def _resumed_again(progress: checkpoint._progress._Progress, targets: Collection[str]) -> str:
@@ -1710,7 +1717,8 @@ def _unreached(agent_name: str, checkpoint_id: str, points: list[str]) -> AgentE
     error = CheckpointError(
         f"the resume of checkpoint {checkpoint_id!r} never reached the paused point(s) "
         f"{points}: the agents resuming it no longer lead there (changed since the pause?), so "
-        "the resume data was not delivered; the checkpoint is kept as it was"
+        "the resume data was not delivered; the checkpoint is kept as it was",
+        reason="incompatible",
     )
     return AgentEvent(agent_name, (agent_name,), error=ErrorInfo.of(error), exception=error)
 
@@ -1800,7 +1808,10 @@ class _OptionsNotGiven(CheckpointError, ValueError):
     that deployed a version forgetting its ``deps`` must not answer its client's resume as a bad
     request (400); the caller's data was fine, and sending it again after the fix resumes. Also a
     ``ValueError``, which it was before, so an ``except ValueError`` written then still catches it.
+    Its ``reason`` is ``"missing_input"``.
     """
+
+    reason: _Reason = "missing_input"
 
 
 _MODULES = sys.modules
@@ -2220,12 +2231,21 @@ def _waiting(data: bytes) -> bool:
         return True
 
 
-def _waits(checkpoint_id: str) -> ErrorInfo:
-    """The refusal of a new run's pause under the id of a checkpoint that still waits."""
-    return ErrorInfo(
-        "CheckpointError",
-        f"could not save checkpoint {checkpoint_id!r}: a paused run waits there, and this "
-        "run's pause would replace it and its pending decision; pause a new run under another "
-        "id (one per pause, e.g. f'{conversation}.{turn}'), or resume that run (or delete its "
-        "checkpoint) first",
+def _waits(checkpoint_id: str, doing: str) -> CheckpointError:
+    """The refusal of a new run under the id of a checkpoint that still waits (``doing`` says
+    what it could not do)."""
+    return CheckpointError(
+        f"{doing} {checkpoint_id!r}: a paused run waits there, and this run's pause would "
+        "replace it and its pending decision; pause a new run under another id (one per pause, "
+        "e.g. f'{conversation}.{turn}'), or resume that run (or delete its checkpoint) first",
+        reason="id_taken",
+    )
+
+
+def _being_resumed(checkpoint_id: str, doing: str) -> CheckpointError:
+    """The refusal of a new run under the id of a checkpoint a resume in this process runs."""
+    return CheckpointError(
+        f"{doing} {checkpoint_id!r}: it is being resumed; pause a new run under another id (one "
+        "per pause) or after that resume has ended",
+        reason="id_taken",
     )

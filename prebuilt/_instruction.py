@@ -27,6 +27,7 @@ from adk._error_pickle import rebuild_error
 
 if TYPE_CHECKING:
     from adk import RunContext
+    from adk.checkpoint.codec import _Reason
 
 __all__ = [
     "InstructionError",
@@ -146,7 +147,10 @@ class _MissingAtResume(InstructionError, CheckpointError):
     the resume. Both errors: the instruction's as at any start, and a refused resume, so the
     runner refuses it before any other branch or call makes its approved call, and an
     ``AgentTool`` fails its caller's resume with it (the checkpoint kept) rather than telling the
-    caller's model the tool failed, the nested approval dropped."""
+    caller's model the tool failed, the nested approval dropped. Its ``reason`` is
+    ``"missing_input"``: the resume given the value resumes it."""
+
+    reason: _Reason = "missing_input"
 
     def __init__(self, error: InstructionError) -> None:
         super().__init__(

@@ -185,11 +185,13 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Mes
         return Restored(messages, head_size, saved_head, held)
     except _BadState as exc:
         raise CheckpointError(
-            f"agent '{agent}': cannot rebuild its conversation from the checkpoint: {exc}"
+            f"agent '{agent}': cannot rebuild its conversation from the checkpoint: {exc}",
+            reason="incompatible",
         ) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(
-            f"agent '{agent}': the checkpoint's ReAct state is malformed: {exc!r}"
+            f"agent '{agent}': the checkpoint's ReAct state is malformed: {exc!r}",
+            reason="incompatible",
         ) from None
 
 

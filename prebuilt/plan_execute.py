@@ -619,7 +619,9 @@ class _LoopStep(_Role):
         try:
             state = _StepState(ctx, self.name)
         except (LookupError, TypeError, RuntimeError) as exc:  # the session's, as a step says
-            raise CheckpointError(f"plan-execute role '{self.name}' cannot resume: {exc}") from exc
+            raise CheckpointError(
+                f"plan-execute role '{self.name}' cannot resume: {exc}", reason="incompatible"
+            ) from exc
         _Seen(ctx, self.name)
         if not state.plan.steps and isinstance(self, _ExecuteStep):
             why = f"plan-execute role {self.name!r} has no step left to resume"

@@ -765,7 +765,8 @@ class _ReActCore:
                 f"agent {self.name!r}: its instruction function failed at resume, before the "
                 f"paused calls' results could reach the model ({type(exc).__name__}: {exc}); "
                 "the resume is refused before anything ran and the checkpoint is kept (resume "
-                "it again once the function answers)"
+                "it again once the function answers)",
+                reason="incompatible",
             ) from exc
 
     async def _check_later(

@@ -140,7 +140,10 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     CheckpointStoreError: [
         _made(CheckpointStoreError("down", backend="redis", operation="get", checkpoint_id="c1"))
     ],
-    CheckpointError: [_made(CheckpointError("unreadable"))],
+    CheckpointError: [
+        _made(CheckpointError("unreadable")),
+        _made(CheckpointError("unreadable", reason="corrupt")),  # its reason in its fields
+    ],
     adk.CheckpointNotFoundError: [_made(adk.CheckpointNotFoundError("no checkpoint 'c1'"))],
     adk.CheckpointBusyError: [_made(adk.CheckpointBusyError("already being resumed"))],
     _OptionsNotGiven: [_made(_OptionsNotGiven("paused a run given run options this resume lacks"))],

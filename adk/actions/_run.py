@@ -684,7 +684,7 @@ class _ActionRun:
             # By name, as saved, and by alias, for an alias's own validation.
             return event_type.model_validate(values, by_alias=True, by_name=True)
         except CheckpointError as exc:
-            raise saved.error(f"the {data['type']!r} event {exc}") from None
+            raise saved.error(f"the {data['type']!r} event {exc}", exc.reason) from None
         except (ValueError, ToolError, TypeError, KeyError) as exc:  # ValidationError: a ValueError
             # A validator's ``adk.ToolError`` (a Pydantic AI port's ``ModelRetry``), which
             # pydantic passes through unwrapped, is as much a no: the same refusal, not a bare
@@ -747,7 +747,8 @@ def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:
     except _Unstorable as exc:  # a nested model that could not be read back (``_with_excluded``)
         raise CheckpointError(
             f"{type(event).__name__} of a paused agent cannot be saved in its checkpoint: "
-            f"{exc.reason}"
+            f"{exc.reason}",
+            reason="unstorable",
         ) from None
     except PydanticSerializationError as exc:
         name = type(event).__name__
@@ -758,7 +759,8 @@ def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:
         raise CheckpointError(
             f"{where} of a paused agent cannot be saved in its checkpoint: {exc}; an event "
             "still to be processed at a pause is saved as JSON, so its fields hold JSON values "
-            "and pydantic models"
+            "and pydantic models",
+            reason="unstorable",
         ) from None
 
 

@@ -302,7 +302,8 @@ def _entry(checkpoint_id: str, data: Any, rebuild: bool) -> PendingCheckpoint | 
         elif not isinstance(data, bytes | bytearray | memoryview):
             raise CheckpointError(
                 f"checkpoint {checkpoint_id!r} cannot be read: the store returned "
-                f"{type(data).__name__}, not bytes"
+                f"{type(data).__name__}, not bytes",
+                reason="corrupt",
             )
         else:
             # The header alone when it carries a summary: the rest is not parsed nor hashed.
@@ -312,7 +313,9 @@ def _entry(checkpoint_id: str, data: Any, rebuild: bool) -> PendingCheckpoint | 
             return None
         agent = body.get("agent")
         if not isinstance(agent, str):
-            raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: agent is not a str")
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id!r} is malformed: agent is not a str", reason="corrupt"
+            )
         # Not the points of calls a failed or abandoned resume ran and recorded: their answers
         # are not needed again (``_progress``).
         points = still_waiting(

@@ -18,7 +18,7 @@ __all__ = ["parse_points", "still_waiting"]
 
 def _expect(condition: bool, what: str) -> None:
     if not condition:
-        raise CheckpointError(f"is malformed: {what}")
+        raise CheckpointError(f"is malformed: {what}", reason="corrupt")
 
 
 def parse_points(
@@ -67,9 +67,13 @@ _MALFORMED = (CheckpointError, RecursionError, KeyError, TypeError, ValueError, 
 
 
 def _malformed(exc: BaseException, checkpoint_id: str) -> CheckpointError:
-    """The error for a body that ``exc`` (one of ``_MALFORMED``) showed to be malformed."""
+    """The error for a body that ``exc`` (one of ``_MALFORMED``) showed to be malformed: a
+    ``CheckpointError`` named with the checkpoint, its ``reason`` kept (an unregistered type is
+    ``"incompatible"``, not corrupt), anything else ``"corrupt"``."""
     if isinstance(exc, CheckpointError):
-        return CheckpointError(f"checkpoint {checkpoint_id!r} {exc}")
+        return CheckpointError(f"checkpoint {checkpoint_id!r} {exc}", reason=exc.reason)
     if isinstance(exc, RecursionError):
-        return CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: nested too deeply")
-    return CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: {exc!r}")
+        return CheckpointError(
+            f"checkpoint {checkpoint_id!r} is malformed: nested too deeply", reason="corrupt"
+        )
+    return CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: {exc!r}", reason="corrupt")

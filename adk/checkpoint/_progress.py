@@ -232,7 +232,9 @@ class _Progress:
             # earlier write that holds it all warned that a resume runs this again, when it
             # replays it (the run still stops at its next event, ``Runner._resume_claimed``).
             if claim is not None and claim.lost:
-                raise CheckpointError("lost the claim on it: another resume may hold it")
+                raise CheckpointError(
+                    "lost the claim on it: another resume may hold it", reason="busy"
+                )
             body, data = built
             if replacing:  # compared and written in one step (``store._ReplacingStore``)
                 tried.append(built)  # a write that fails may have landed (a connection lost)
@@ -252,7 +254,8 @@ class _Progress:
             if not rebases or self.body_of(now) is None:
                 raise CheckpointError(
                     "it is no longer the one this resume loaded (deleted, or replaced by another "
-                    "run's pause)"
+                    "run's pause)",
+                    reason="busy",
                 )
             assert now is not None  # (``body_of``)
             rebases -= 1

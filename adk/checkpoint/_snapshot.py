@@ -144,7 +144,9 @@ def load_history(run: _RunState, entries: Any, *, checked: bool = False) -> None
     order when a checkpoint from before they were saved has none), and continue numbering after
     them. ``checked``: ``entries`` are a ``Snapshot``'s history, which ``parse_body`` checked."""
     if not checked and not _is_history(entries):
-        raise CheckpointError("checkpoint history is not a list of recorded messages")
+        raise CheckpointError(
+            "checkpoint history is not a list of recorded messages", reason="corrupt"
+        )
     lane = run.history.entries
     numbered = all(type(item.get("seq")) is int for item in entries)
     last = -1
@@ -152,7 +154,7 @@ def load_history(run: _RunState, entries: Any, *, checked: bool = False) -> None
         message = item["message"]
         seq = item["seq"] if numbered else run.next_seq()
         if seq <= last:
-            raise CheckpointError("checkpoint history is out of order")
+            raise CheckpointError("checkpoint history is out of order", reason="corrupt")
         last = seq
         lane.append(new_entry(str(item["agent"]), tuple(item["run_path"]), message, seq))
     run.seq = max(run.seq, last + 1)

@@ -15,7 +15,7 @@ from typing import Any
 
 from .._error_pickle import reduce_error
 from ..messages import Message
-from .codec import CheckpointError
+from .codec import CheckpointError, _Reason
 
 __all__ = ["SavedState"]
 
@@ -28,13 +28,15 @@ class _TurnsShort(CheckpointError, ValueError):
     checkpoint, and the same checkpoint resumes once it is sent again with another. So a service
     tells it from a checkpoint that cannot be read or that this version cannot resume (a tool
     removed since the pause), by class alone: a ``CheckpointError`` that is also a ``ValueError``
-    keeps the session waiting on its checkpoint (docs/service.md). Its name is private, as
-    DESIGN.md names no class of refusal: read as ``CheckpointError`` (``ErrorInfo.type``).
+    keeps the session waiting on its checkpoint (docs/service.md). Its name is private: a
+    service reads its ``reason``, ``"max_turns"`` (``ErrorInfo.type`` reads ``CheckpointError``).
 
     ``max_turns`` is the limit the resume was held against (the saved one, or the resume's own),
     named as ``MaxTurnsExceeded.max_turns`` is: what tells it from a resume lacking run options
     (``getattr(exc, "max_turns", None)``), whose fix is the serving code's, where a higher limit
     may be the caller's to give."""
+
+    reason: _Reason = "max_turns"
 
     def __init__(self, message: str, max_turns: int) -> None:
         super().__init__(message)
@@ -63,8 +65,10 @@ class SavedState:
             raise self.error("the checkpoint holds no saved state for it")
         self.values: dict[str, Any] = state
 
-    def error(self, what: str) -> CheckpointError:
-        return CheckpointError(f"the checkpoint does not fit {self._owner}: {what}")
+    def error(self, what: str, reason: _Reason = "incompatible") -> CheckpointError:
+        """The refusal of a saved state that does not fit ``owner`` as it is now (a tree changed
+        since the pause, ``"incompatible"``), or of the ``reason`` a value in it gave."""
+        return CheckpointError(f"the checkpoint does not fit {self._owner}: {what}", reason=reason)
 
     def turns_short(self, what: str, max_turns: int) -> CheckpointError:
         """The refusal of a resume that ``max_turns`` leaves too few model calls (``what``

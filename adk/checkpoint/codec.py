@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from math import isfinite
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
 
 from pydantic import BaseModel, Secret, SecretBytes, SecretStr, ValidationError
 from pydantic_core import (
@@ -110,20 +110,75 @@ _INT_FLOOR = -_INT_LIMIT  # negated once here: negating it per value would cost 
 M = TypeVar("M", bound=type[BaseModel])
 
 
+_Reason = Literal[
+    "not_found",
+    "busy",
+    "max_turns",
+    "missing_input",
+    "other_version",
+    "corrupt",
+    "incompatible",
+    "id_taken",
+    "unstorable",
+]
+_REASONS: frozenset[str] = frozenset(get_args(_Reason))
+
+
 class CheckpointError(Exception):
-    """A checkpoint is missing, unreadable, from another version, or cannot be written."""
+    """A checkpoint is missing, unreadable, from another version, or cannot be written.
+
+    ``reason`` says which, one of a fixed set of words (docs/interrupts.md, "Why a resume was
+    refused"), so a service answers each kind of refusal without reading the message or the
+    checkpoint's bytes:
+
+    - ``"not_found"``: no checkpoint to resume by that id (``CheckpointNotFoundError``);
+    - ``"busy"``: a resume of it is running now (``CheckpointBusyError``), or held it while this
+      one ran;
+    - ``"max_turns"``: the resume's ``max_turns`` leaves too few model calls (also a
+      ``ValueError``, its limit as ``max_turns``): sent again with a higher one, it resumes;
+    - ``"missing_input"``: the resume lacks run options or a session value the paused run
+      needs (also a ``ValueError``): given them, it resumes;
+    - ``"other_version"``: written in another checkpoint format version: a pyadk of that
+      version resumes it (a rolling deploy);
+    - ``"corrupt"``: bytes no resume will ever read (not a pyadk checkpoint, truncated, edited,
+      malformed);
+    - ``"incompatible"``: whole, but this runner as it is now cannot resume it (its agent tree,
+      tools, callbacks, registered types or settings changed since the pause, another agent's
+      checkpoint): a fixed deployment (a rollback) resumes it. The default of a
+      ``CheckpointError`` raised without a reason (your own agent's);
+    - ``"id_taken"``: a new run given the id of a checkpoint a paused run still waits on;
+    - ``"unstorable"``: what a pause must save cannot be stored (a value that is no JSON).
+
+    Every refusal keeps the checkpoint as it was. ``reason`` is kept across ``pickle``."""
+
+    reason: _Reason = "incompatible"
+
+    def __init__(self, *args: object, reason: _Reason | None = None) -> None:
+        super().__init__(*args)
+        if reason is not None:
+            if reason not in _REASONS:
+                raise ValueError(
+                    f"CheckpointError reason must be one of {sorted(_REASONS)}, not {reason!r}"
+                )
+            self.reason = reason
 
 
 class CheckpointNotFoundError(CheckpointError, LookupError):
     """No checkpoint to resume by that id: never saved in the store, deleted once a resume of it
     ran to its end, or kept finished for audit (``keep_checkpoints=True``). Its own class so a
     service can answer a stale or doubled resume request (404 or 409) without reading the message,
-    and apart from a checkpoint that is there but cannot be read."""
+    and apart from a checkpoint that is there but cannot be read. ``reason`` is
+    ``"not_found"``."""
+
+    reason: _Reason = "not_found"
 
 
 class CheckpointBusyError(CheckpointError):
     """The checkpoint is being resumed right now, in this process or in another holding its claim
-    on a shared store: a request to retry later (409), not a broken checkpoint."""
+    on a shared store: a request to retry later (409), not a broken checkpoint. ``reason`` is
+    ``"busy"``."""
+
+    reason: _Reason = "busy"
 
 
 def register_type(model: M, name: str | None = None) -> M:
@@ -436,7 +491,7 @@ def _json_value_at(value: Any, where: str, depth: int) -> Any:
         path = where
         for key in reversed(exc.keys):
             path = _joined(path, key)
-        raise CheckpointError(f"{path}: {exc.reason}") from None
+        raise CheckpointError(f"{path}: {exc.reason}", reason="unstorable") from None
 
 
 def _joined(path: str, key: str) -> str:
@@ -954,11 +1009,15 @@ def from_json_value(value: Any) -> Any:
 def _rebuild(value: Any, depth: int) -> Any:
     if isinstance(value, list):
         if depth >= MAX_DEPTH:
-            raise CheckpointError(f"is malformed: values nested deeper than {MAX_DEPTH} levels")
+            raise CheckpointError(
+                f"is malformed: values nested deeper than {MAX_DEPTH} levels", reason="corrupt"
+            )
         return [_rebuild(v, depth + 1) for v in value]
     if isinstance(value, dict):
         if depth >= MAX_DEPTH:
-            raise CheckpointError(f"is malformed: values nested deeper than {MAX_DEPTH} levels")
+            raise CheckpointError(
+                f"is malformed: values nested deeper than {MAX_DEPTH} levels", reason="corrupt"
+            )
         tag = value.get(_TAG)
         if tag is None:
             return {k: _rebuild(v, depth + 1) for k, v in value.items()}
@@ -967,13 +1026,18 @@ def _rebuild(value: Any, depth: int) -> Any:
             return {k: _rebuild(v, depth + 1) for k, v in data.items()}
         if tag == _FLOAT:
             if data not in ("nan", "inf", "-inf"):
-                raise CheckpointError(f"is malformed: {data!r} is not a tagged float")
+                raise CheckpointError(
+                    f"is malformed: {data!r} is not a tagged float", reason="corrupt"
+                )
             return float(data)
         model = _TYPES.get(tag) if isinstance(tag, str) else None
         if model is None:
             raise CheckpointError(
                 f"refers to unregistered type {tag!r}; register it with "
-                f"adk.register_type before resuming{_namesake_hint(tag)}"
+                f"adk.register_type before resuming{_namesake_hint(tag)}",
+                # The code that registers it resumes it; a tag no name (or a "dict" tag whose
+                # data is none) no pyadk writes.
+                reason="incompatible" if isinstance(tag, str) and tag != "dict" else "corrupt",
             )
         if value.get(_TAGGED) is True:  # its data holds tagged floats (``_tag_floats``)
             data = _rebuild(data, depth + 1)
@@ -984,11 +1048,19 @@ def _rebuild(value: Any, depth: int) -> Any:
             # alias (earlier versions, briefly) must still load.
             return model.model_validate(data, by_alias=True, by_name=True)
         except ValidationError as exc:
-            raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
+            # The model's fields changed since the pause (or its validator): the code that wrote
+            # it reads it.
+            raise CheckpointError(
+                f"holds an invalid value of type {tag!r}: {exc}", reason="incompatible"
+            ) from exc
         except Exception as exc:
             if not _validator_rejected(exc):
                 raise
-            raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
+            # The model's fields changed since the pause (or its validator): the code that wrote
+            # it reads it.
+            raise CheckpointError(
+                f"holds an invalid value of type {tag!r}: {exc}", reason="incompatible"
+            ) from exc
     return value
 
 
@@ -1021,7 +1093,8 @@ def _check_parts(parts: Any) -> None:
             raise CheckpointError(
                 f"is malformed: part {index} of a message "
                 f"({kind if isinstance(kind, str) else 'part'}) holds {size} bytes, over "
-                f"MAX_PART_BYTES ({MAX_PART_BYTES}) a checkpoint holds"
+                f"MAX_PART_BYTES ({MAX_PART_BYTES}) a checkpoint holds",
+                reason="corrupt",
             )
 
 
@@ -1037,7 +1110,9 @@ def encode_checkpoint(body: dict[str, Any]) -> bytes:
         try:
             text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         except ValueError as exc:
-            raise CheckpointError(_body_unjson(body) or f"cannot be stored: {exc}") from None
+            raise CheckpointError(
+                _body_unjson(body) or f"cannot be stored: {exc}", reason="unstorable"
+            ) from None
     try:
         payload = text.encode()
         escape = False
@@ -1206,7 +1281,10 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
     import json
 
     label = f"checkpoint {checkpoint_id!r}" if checkpoint_id else "checkpoint"
-    fail: Callable[[str], CheckpointError] = lambda why: CheckpointError(f"{label} {why}")  # noqa: E731
+
+    def fail(why: str, reason: _Reason = "corrupt") -> CheckpointError:
+        return CheckpointError(f"{label} {why}", reason=reason)
+
     head, newline, payload = bytes(data).partition(b"\n")
     try:
         header = json.loads(head) if newline else None
@@ -1218,7 +1296,10 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
     if type(version) is not int or version != VERSION:  # not True or 1.0: a writer's mistake
         raise fail(
             f"was written in checkpoint format version {version!r}; "
-            f"this pyadk reads version {VERSION}{_other_version(version)}"
+            f"this pyadk reads version {VERSION}{_other_version(version)}",
+            # A version pyadk writes (an int): a pyadk of that version reads it; any other
+            # value (True, 1.0, text) is no pyadk's, so nothing ever reads it.
+            "other_version" if type(version) is int else "corrupt",
         )
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise fail("is corrupt or was modified: its checksum does not match (truncated or edited)")

@@ -761,7 +761,8 @@ class FunctionTool(Generic[_P, _R]):
             raise CheckpointError(
                 f"the paused call {ctx.address!r} cannot resume: tool '{self.name}' requires "
                 "approval, and the call paused without having been approved (require_approval "
-                "was added since the pause?)"
+                "was added since the pause?)",
+                reason="incompatible",
             )
 
     def _adk_check_arguments(self, arguments: str) -> str | None:
@@ -791,7 +792,8 @@ class FunctionTool(Generic[_P, _R]):
         problems = self._problems(exc)
         return CheckpointError(
             f"the paused call {ctx.address!r} cannot resume: its arguments no longer fit "
-            f"tool '{self.name}', whose parameters changed since the pause ({problems})"
+            f"tool '{self.name}', whose parameters changed since the pause ({problems})",
+            reason="incompatible",
         )
 
     def _adk_check_resume(self, arguments: str, ctx: ToolContext) -> None:

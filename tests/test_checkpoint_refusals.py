@@ -1,0 +1,251 @@
+"""Why a checkpoint was refused, told by ``CheckpointError.reason``, not by its message.
+
+A service answers each kind of refusal its own way (docs/service.md): a checkpoint gone (404), one
+being resumed (409), a ``max_turns`` too low (422, the client's to raise), one of another pyadk
+format version or one this deployment cannot resume (503, the session keeps waiting), bytes no
+resume will ever read (410, the session goes on). The example services told them apart by
+reading the checkpoint's header line themselves (~45 lines of format knowledge); each raise site
+now says which, one word of a fixed set. Every case runs on a real SQLite store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checkpoint_rewrite import rewrite_checkpoint
+
+import adk
+from adk import AgentEvent, CheckpointError, RunError, Runner
+from adk.checkpoint import SQLiteCheckpointStore, list_pending
+from adk.checkpoint._state import _TurnsShort
+from adk.runner import _OptionsNotGiven
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+from prebuilt._instruction import InstructionError, _MissingAtResume
+
+REASONS = {
+    "not_found",
+    "busy",
+    "max_turns",
+    "missing_input",
+    "other_version",
+    "corrupt",
+    "incompatible",
+    "id_taken",
+    "unstorable",
+}
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteCheckpointStore]:
+    async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as opened:
+        yield opened
+
+
+@adk.tool(require_approval=True)
+async def pay(payee: str) -> str:
+    """Pay someone; a person approves each call."""
+    return f"paid {payee}"
+
+
+def _clerk(model: ScriptedModel, *tools: adk.Tool) -> ReActAgent:
+    return ReActAgent("clerk", model, tools=list(tools) or [pay])
+
+
+def _paying_model() -> ScriptedModel:
+    return ScriptedModel([Reply(tool_calls=[tool_call("pay", {"payee": "bob"})]), "Paid."])
+
+
+async def _paused(runner: Runner, **options: Any) -> str:
+    result = await runner.invoke("pay bob", **options)
+    assert result.checkpoint_id is not None, result
+    return result.checkpoint_id
+
+
+async def _refusal(runner: Runner, checkpoint_id: str, **options: Any) -> CheckpointError:
+    """The ``CheckpointError`` a resume of ``checkpoint_id`` is refused with: raised by its first
+    ``__anext__``, or its first event's (a refusal the resume makes before anything runs)."""
+    events = runner.resume(checkpoint_id, True, **options)
+    try:
+        first = await anext(events)
+    except CheckpointError as exc:
+        return exc
+    finally:
+        await events.aclose()
+    assert isinstance(first.exception, CheckpointError), first
+    return first.exception
+
+
+def test_a_checkpoint_error_says_why_in_a_fixed_set_of_words_kept_across_pickling() -> None:
+    """A bare ``CheckpointError`` (your own agent's, raised at resume) is ``"incompatible"``;
+    the subclasses say their own; a reason given is kept through ``pickle`` (a process pool, a
+    Flink worker); a word outside the set is refused, naming the set."""
+    assert CheckpointError("the pause does not fit this agent").reason == "incompatible"
+    assert adk.CheckpointNotFoundError("gone").reason == "not_found"
+    assert adk.CheckpointBusyError("held").reason == "busy"
+    assert _TurnsShort("resume with a higher max_turns", 2).reason == "max_turns"
+    assert _OptionsNotGiven("lacks options").reason == "missing_input"
+    assert _MissingAtResume(InstructionError("no session value 'name'")).reason == "missing_input"
+    for reason in REASONS:
+        given = CheckpointError("refused", reason=reason)  # type: ignore[arg-type]
+        copy = pickle.loads(pickle.dumps(given))
+        assert (type(copy), copy.reason, copy.args) == (CheckpointError, reason, ("refused",))
+    with pytest.raises(ValueError, match=r"reason must be one of .*not 'broken'"):
+        CheckpointError("refused", reason="broken")  # type: ignore[arg-type]
+
+
+async def test_not_found_a_checkpoint_never_saved_or_resumed_to_its_end(
+    store: SQLiteCheckpointStore,
+) -> None:
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store, keep_checkpoints=True)
+    assert (await _refusal(runner, "never-saved")).reason == "not_found"
+    paused = await _paused(runner)
+    await runner.invoke_resume(paused, True)  # kept, marked finished
+    refused = await _refusal(runner, paused)
+    assert isinstance(refused, adk.CheckpointNotFoundError) and refused.reason == "not_found"
+
+
+async def test_busy_a_checkpoint_another_resume_runs_now(store: SQLiteCheckpointStore) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @adk.tool(require_approval=True, name="pay")
+    async def slow_pay(payee: str) -> str:
+        """Pay someone; a person approves each call."""
+        started.set()
+        await release.wait()
+        return f"paid {payee}"
+
+    runner = Runner(_clerk(_paying_model(), slow_pay), checkpoint_store=store)
+    paused = await _paused(runner)
+    first = asyncio.create_task(runner.invoke_resume(paused, True))
+    await started.wait()
+    refused = await _refusal(runner, paused)
+    assert isinstance(refused, adk.CheckpointBusyError) and refused.reason == "busy"
+    release.set()
+    assert (await first).text == "Paid."
+
+
+async def test_max_turns_a_resume_left_too_few_model_calls(store: SQLiteCheckpointStore) -> None:
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    paused = await _paused(runner, max_turns=1)  # its one call made: none left for the answer
+    refused = await _refusal(runner, paused)
+    assert refused.reason == "max_turns" and isinstance(refused, ValueError)
+    assert getattr(refused, "max_turns", None) == 1
+    assert (await runner.invoke_resume(paused, True, max_turns=2)).text == "Paid."
+
+
+async def test_missing_input_a_resume_lacking_the_paused_runs_options(
+    store: SQLiteCheckpointStore,
+) -> None:
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    paused = await _paused(runner, options={"deps": "db"})
+    refused = await _refusal(runner, paused)
+    assert refused.reason == "missing_input" and isinstance(refused, ValueError)
+    assert (await runner.invoke_resume(paused, True, options={"deps": "db"})).text == "Paid."
+
+
+async def _with_header(store: SQLiteCheckpointStore, checkpoint_id: str, **changes: Any) -> None:
+    data = await store.get(checkpoint_id)
+    assert data is not None
+    line, _, body = data.partition(b"\n")
+    header = json.loads(line) | changes
+    await store.put(checkpoint_id, json.dumps(header).encode() + b"\n" + body)
+
+
+@pytest.mark.parametrize("version", [0, 2])
+async def test_other_version_a_checkpoint_another_pyadk_release_wrote(
+    store: SQLiteCheckpointStore, version: int
+) -> None:
+    """A newer worker's pause met by an older one in a rolling deploy (or an older format): a
+    pyadk of that version resumes it, so a service keeps its session waiting (503)."""
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    paused = await _paused(runner)
+    await _with_header(store, paused, version=version)
+    assert (await _refusal(runner, paused)).reason == "other_version"
+    [listed] = [entry async for entry in list_pending(store)]
+    assert listed.error is not None and listed.error.reason == "other_version"
+
+
+async def _garbage(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
+    await store.put(checkpoint_id, b"\x00 not a checkpoint")
+
+
+async def _cut(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
+    data = await store.get(checkpoint_id)
+    assert data is not None
+    await store.put(checkpoint_id, data[:-10])  # the summary header whole, the body cut
+
+
+async def _no_version(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
+    await _with_header(store, checkpoint_id, version="1")  # no version pyadk writes
+
+
+async def _malformed(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
+    async with rewrite_checkpoint(store, checkpoint_id) as body:  # sealed again, checksum fine
+        body["history"] = "not a history"
+
+
+@pytest.mark.parametrize("damage", [_garbage, _cut, _no_version, _malformed])
+async def test_corrupt_bytes_no_resume_will_ever_read(
+    store: SQLiteCheckpointStore, damage: Any
+) -> None:
+    """Not a pyadk checkpoint, truncated, a version no pyadk writes, malformed under a matching
+    checksum: nothing makes it resumable, so a service lets its session go on (410). A body cut
+    under a whole summary header was read as readable by the example services' own parsing
+    (the listing reads the header alone), and answered 503 until someone deleted it."""
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    paused = await _paused(runner)
+    await damage(store, paused)
+    refused = await _refusal(runner, paused)
+    assert refused.reason == "corrupt", refused
+
+
+async def test_incompatible_a_whole_checkpoint_this_runner_cannot_resume(
+    store: SQLiteCheckpointStore,
+) -> None:
+    """Whole, but the runner as it is now does not fit it: another agent's, a tool removed since
+    the pause (refused as the resume's first event), a registered type this process lacks. A
+    fixed deployment resumes it, so a service keeps its session waiting (503)."""
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    paused = await _paused(runner)
+    other = Runner(ReActAgent("another", _paying_model(), tools=[pay]), checkpoint_store=store)
+    assert (await _refusal(other, paused)).reason == "incompatible"
+
+    @adk.tool
+    def refund(payee: str) -> str:
+        """Refund someone."""
+        return f"refunded {payee}"
+
+    redeployed = Runner(_clerk(_paying_model(), refund), checkpoint_store=store)
+    refused = await _refusal(redeployed, paused)
+    assert refused.reason == "incompatible" and "pay" in str(refused)
+    async with rewrite_checkpoint(store, paused) as body:
+        body["session"] = {"note": {"__adk_type__": "elsewhere.Note", "data": {}}}
+    refused = await _refusal(runner, paused)
+    assert refused.reason == "incompatible" and "unregistered type" in str(refused)
+
+
+class _Unsaved:
+    """An object no checkpoint holds."""
+
+
+class _AsksWithAnObject(adk.BaseAgent):
+    async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> AsyncIterator[AgentEvent]:
+        yield ctx.interrupt({"question": "go on?"}, state={"held": _Unsaved()})
+
+
+async def test_unstorable_a_pause_whose_state_no_checkpoint_holds(
+    store: SQLiteCheckpointStore,
+) -> None:
+    runner = Runner(_AsksWithAnObject("asks"), checkpoint_store=store)
+    with pytest.raises(RunError, match="could not save checkpoint") as failed:
+        await runner.invoke("go", checkpoint_id="conv-1")
+    error = failed.value.__cause__
+    assert isinstance(error, CheckpointError) and error.reason == "unstorable", error
+    assert await store.get("conv-1") is None
