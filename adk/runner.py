@@ -577,7 +577,11 @@ class Runner(AsyncCloseable):
         if max_turns is not None:
             run.turns = _Turns(_max_turns(max_turns))
         ctx = _root_context(self, run)
-        events = self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
+        input_ = AgentInput(messages, self.enable_streaming)
+        if checkpoint_id is None:
+            events = self._drive_root(ctx, input_, None)
+        else:  # looked at first (``_id_taken``): one generator more per event, for these runs
+            events = self._run_named(ctx, input_, checkpoint_id)
         _RUNS[events] = ctx  # the root context: its run is what run_usage and run_messages read
         return events
 
@@ -664,6 +668,11 @@ class Runner(AsyncCloseable):
         on_event = self._on_event
         baseline = run_started()  # cancellations its task had pending: not the run's
         try:
+            if checkpoint_id is not None:  # the id a paused run waits on: refused before it runs
+                taken = await self._id_taken(checkpoint_id)
+                if taken is not None:
+                    collected.add(_final(on_event, _made(ctx, _refusal(ctx, taken))), checked=True)
+                    return collected.result(run.session, run)
             if fused is not None:  # drives itself under the rules: what ``drive`` would call
                 driven = fused(agent_input, ctx)
                 del agent_input  # the agent's now: this frame does not keep it while the run waits
@@ -1167,6 +1176,53 @@ class Runner(AsyncCloseable):
             return True
         await store.put(checkpoint_id, data)
         return False
+
+    async def _run_named(
+        self, ctx: RunContext, input: AgentInput, checkpoint_id: str
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """``_drive_root`` of a new run given ``checkpoint_id``, refused with an error event
+        before its agent runs when that id is taken (``_id_taken``)."""
+        baseline = run_started()  # cancellations its task had pending: not the run's
+        try:
+            taken = await self._id_taken(checkpoint_id)
+        finally:
+            run_ended(baseline)
+        if taken is not None:
+            yield _final(self._on_event, _made(ctx, _refusal(ctx, taken)))
+            return
+        try:
+            async with closing(self._drive_root(ctx, input, checkpoint_id)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            event = NO_EVENT  # see _driver.NO_EVENT
+
+    async def _id_taken(self, checkpoint_id: str) -> CheckpointError | None:
+        """The refusal (``reason`` ``"id_taken"``) of a new run given the id of a checkpoint a
+        paused run still waits on, or that a resume in this process runs; None when the id is
+        free (nothing there, or a finished checkpoint kept for audit, which a pause replaces).
+
+        Looked at before the run starts, one ``get`` of the store for a run given an id: refused
+        only at its pause (``_put_new``, which still decides, atomically, should a pause be
+        saved there meanwhile), the run had paid for its model calls and made its tools' calls
+        before the pause, all for nothing. A store that fails to answer refuses nothing here: a
+        run that never pauses needs no store, and one that pauses is refused (or its save fails)
+        at the pause as before."""
+        store = self.checkpoint_store
+        if checkpoint._claim.being_resumed(store, checkpoint_id):
+            return _being_resumed(checkpoint_id, _AT_START)
+        try:
+            data = await store.get(checkpoint_id)
+        except (Exception, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError) and being_cancelled():
+                raise
+            logger.debug(
+                "checkpoint %r could not be looked at before the run: %s", checkpoint_id, exc
+            )
+            return None
+        if isinstance(data, bytes | bytearray | memoryview) and _waiting(bytes(data)):
+            return _waits(checkpoint_id, _AT_START)
+        return None
 
     async def _forget(self, checkpoint_id: str | None) -> None:
         """Delete the checkpoint of a pause saved under a generated id that its run, cancelled,
@@ -2232,14 +2288,23 @@ def _waiting(data: bytes) -> bool:
 
 
 def _waits(checkpoint_id: str, doing: str) -> CheckpointError:
-    """The refusal of a new run under the id of a checkpoint that still waits (``doing`` says
-    what it could not do)."""
+    """The refusal of a new run under the id of a checkpoint that still waits: at its start
+    (``Runner._id_taken``) or, should one be saved meanwhile, at its pause (``doing`` says
+    which)."""
     return CheckpointError(
         f"{doing} {checkpoint_id!r}: a paused run waits there, and this run's pause would "
         "replace it and its pending decision; pause a new run under another id (one per pause, "
         "e.g. f'{conversation}.{turn}'), or resume that run (or delete its checkpoint) first",
         reason="id_taken",
     )
+
+
+_AT_START = "a new run is refused before it starts: checkpoint"
+
+
+def _refusal(ctx: RunContext, error: CheckpointError) -> AgentEvent:
+    """The error event of a run refused before its root agent ran."""
+    return AgentEvent(ctx.agent_name, ctx.run_path, error=ErrorInfo.of(error), exception=error)
 
 
 def _being_resumed(checkpoint_id: str, doing: str) -> CheckpointError:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from checkpoint_rewrite import rewrite_checkpoint
+from test_resume_once import PayOnYes
 
 import adk
 from adk import AgentEvent, CheckpointError, RunError, Runner
@@ -229,6 +230,82 @@ async def test_incompatible_a_whole_checkpoint_this_runner_cannot_resume(
         body["session"] = {"note": {"__adk_type__": "elsewhere.Note", "data": {}}}
     refused = await _refusal(runner, paused)
     assert refused.reason == "incompatible" and "unregistered type" in str(refused)
+
+
+async def test_id_taken_a_new_run_is_refused_at_its_start_not_once_it_paid_for_its_calls(
+    store: SQLiteCheckpointStore,
+) -> None:
+    """A new run given the id of a checkpoint that still waits was refused only as it paused:
+    after its model calls (paid for) and the calls its tools made before the pause, all for
+    nothing. It is refused before its agent runs: no model call made."""
+    paid: list[str] = []
+    runner = Runner(PayOnYes(paid), checkpoint_store=store)
+    waiting = await runner.invoke("bob", checkpoint_id="conv-1")
+    assert waiting.interrupt is not None
+    model = _paying_model()
+    second = Runner(_clerk(model), checkpoint_store=store)
+    with pytest.raises(RunError, match="'conv-1': a paused run waits there") as refused:
+        await second.invoke("pay eve", checkpoint_id="conv-1")
+    assert isinstance(refused.value.__cause__, CheckpointError)
+    assert refused.value.__cause__.reason == "id_taken"
+    events = [event async for event in second.run("pay eve", checkpoint_id="conv-1")]
+    [event] = events
+    assert isinstance(event.exception, CheckpointError) and event.exception.reason == "id_taken"
+    assert model.calls == 0  # refused before the agent asked its model anything
+    await runner.invoke_resume("conv-1", True)
+    assert paid == ["bob"]
+    assert (await second.invoke("hi", checkpoint_id="conv-1")).interrupt is not None  # free
+
+
+async def test_id_taken_a_new_run_under_the_id_a_resume_runs_now(
+    store: SQLiteCheckpointStore,
+) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @adk.tool(require_approval=True, name="pay")
+    async def slow_pay(payee: str) -> str:
+        """Pay someone; a person approves each call."""
+        started.set()
+        await release.wait()
+        return f"paid {payee}"
+
+    runner = Runner(_clerk(_paying_model(), slow_pay), checkpoint_store=store)
+    await runner.invoke("pay bob", checkpoint_id="conv-1")
+    resuming = asyncio.create_task(runner.invoke_resume("conv-1", True))
+    await started.wait()
+    model = _paying_model()
+    events = [
+        e
+        async for e in Runner(_clerk(model), checkpoint_store=store).run(
+            "x", checkpoint_id="conv-1"
+        )
+    ]
+    assert [e.exception.reason for e in events if isinstance(e.exception, CheckpointError)] == [
+        "id_taken"
+    ]
+    assert "it is being resumed" in str(events[0].error) and model.calls == 0
+    release.set()
+    assert (await resuming).text == "Paid."
+
+
+class _Down(SQLiteCheckpointStore):
+    """A store whose reads fail (down), its writes working."""
+
+    async def get(self, id: str) -> bytes | None:
+        raise OSError("the store is down")
+
+
+async def test_a_store_down_at_the_start_refuses_nothing_a_run_that_never_pauses_needs(
+    tmp_path: Path,
+) -> None:
+    """The look before the run is an early refusal, not the guard (the pause's save still is):
+    a store that fails to answer it refuses no run; one that never pauses needs no store."""
+    async with _Down(tmp_path / "down.db") as store:
+        model = ScriptedModel(["Hello."])
+        result = await Runner(_clerk(model), checkpoint_store=store).invoke(
+            "hi", checkpoint_id="conv-1"
+        )
+    assert result.text == "Hello." and model.calls == 1
 
 
 class _Unsaved:

@@ -239,7 +239,7 @@ async def test_a_store_of_the_public_protocol_is_read_then_written(kept: bool) -
     assert not isinstance(store, _PutNewStore)
     runner = Runner(PayOnYes(paid), checkpoint_store=store, keep_checkpoints=kept)
     await runner.invoke("bob", checkpoint_id="conv-1")
-    assert store.reads == 1
+    assert store.reads == 2  # before the run starts (``_id_taken``), then at its pause
     waiting = store.data["conv-1"]
     with pytest.raises(RunError, match="'conv-1': a paused run waits there"):
         await runner.invoke("eve", checkpoint_id="conv-1")

@@ -8,6 +8,7 @@ Flink's operator is checked in tests/test_flink_resumes.py."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import AsyncIterator
@@ -164,6 +165,9 @@ async def test_a_runner_of_its_own_inside_a_record_is_not_a_record_of_its_key(
     delegate's run carries the record's run id (one conversation id for tracing)."""
     desk = Runner(_Desk("desk"), SQLiteCheckpointStore(str(tmp_path / "desk.db")))
     saved: list[dict[str, Any]] = []
+    # The manager decides once the case is escalated: the two keys' records run concurrently,
+    # and the decision's resume must not claim the case before ann's run has paused there.
+    escalated = asyncio.Event()
 
     @action(InputEvent)
     async def handle(event: InputEvent, ctx: ActionContext) -> None:
@@ -175,8 +179,10 @@ async def test_a_runner_of_its_own_inside_a_record_is_not_a_record_of_its_key(
             data = await desk.checkpoint_store.get(f"case-{case}")
             assert data is not None
             saved.append(decode_checkpoint(data, f"case-{case}"))
+            escalated.set()
             ctx.send_event(OutputEvent(output="escalated"))
         else:
+            await escalated.wait()
             ctx.send_event(
                 OutputEvent(output=(await desk.invoke_resume(f"case-{case}", "ok")).text)
             )
