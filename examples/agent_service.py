@@ -20,7 +20,8 @@ What docs/service.md describes, in one program:
   yet, which a model API refuses as input). ``POST /resume/{checkpoint_id}`` carries the decision,
   holding the session as a run does, and the resumed turn, whole, becomes the session's
   conversation (a ``404``, the checkpoint gone, ends the wait). Its refusals are told apart
-  by class before the ``200``: ``404`` for a checkpoint that is gone (stale, or approved already),
+  before the ``200``, by the ``CheckpointError``'s ``reason`` (never by reading the checkpoint's
+  bytes): ``404`` for a checkpoint that is gone (stale, or approved already),
   ``409`` for one being resumed now, ``400`` for a decision that does not fit, ``503`` while the
   checkpoint store is down (nothing ran: the decision can be sent again). A checkpoint it
   cannot resume as asked is kept in the store and told apart by what lets it through: ``422``
@@ -72,8 +73,6 @@ from adk.checkpoint import (
     CheckpointStore,
     CheckpointStoreError,
     SQLiteCheckpointStore,
-    codec,
-    list_pending,
 )
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -327,44 +326,44 @@ def build_app(
         body = {"error": why, "checkpoint_id": checkpoint_id, "kept": True, "resumable": False}
         return JSONResponse(body | {"session_id": session_id}, 410)
 
-    async def refusal(
-        checkpoint_id: str, exc: adk.CheckpointError, session_id: str | None
-    ) -> Response:
+    def refusal(checkpoint_id: str, exc: adk.CheckpointError, session_id: str | None) -> Response:
         """Answer a resume the runner refused (raised, or as its first event): nothing ran, the
-        checkpoint is kept as it was. Told apart by what would let it through:
+        checkpoint is kept as it was. Told apart by its ``reason`` (docs/service.md), which says
+        what would let it through:
 
-        - 404, gone (resumed by another worker, a stale link): its session goes on;
-        - 409, being resumed now (a double click);
-        - 422, the ``max_turns`` it was held against leaves too few model calls for what it must
-          make (a ``ValueError`` too, with that limit as ``max_turns``): the client's to raise,
-          so the same checkpoint resumes once the decision is sent again with a higher
-          ``"max_turns"``, and the session waits on it;
-        - 410, its bytes cannot be read (``_readable``): nothing makes it resumable, so its
+        - ``"not_found"``, 404, gone (resumed by another worker, a stale link): its session goes
+          on;
+        - ``"busy"``, 409, being resumed now (a double click);
+        - ``"max_turns"``, 422, the ``max_turns`` it was held against (its ``max_turns``) leaves
+          too few model calls for what it must make: the client's to raise, so the same
+          checkpoint resumes once the decision is sent again with a higher ``"max_turns"``, and
+          the session waits on it;
+        - ``"corrupt"``, 410, bytes no resume will ever read: nothing makes it resumable, so its
           session goes on (``unreadable``);
-        - 503, the service as now deployed cannot resume it (a tool or a ``before_tool`` gate it
-          paused at removed since, an agent tree that no longer leads there, run options the
-          paused run was given that this version does not pass: a ``ValueError`` with no
-          ``max_turns``): a fixed deployment (a rollback) resumes it, so the session waits on
-          it, and the decision can be sent again then (or the checkpoint deleted, once it is
-          known it never will be: a 404 then ends the wait)."""
-        if isinstance(exc, adk.CheckpointNotFoundError):
+        - any other, 503, the service as now deployed cannot resume it: ``"other_version"``
+          (another pyadk release wrote it: a worker of that release resumes it, as in a rolling
+          deploy), ``"incompatible"`` (a tool or a ``before_tool`` gate it paused at removed
+          since, an agent tree that no longer leads there), ``"missing_input"`` (run options the
+          paused run was given that this version does not pass): a fixed deployment (a
+          rollback) resumes it, so the session waits on it, and the decision can be sent again
+          then (or the checkpoint deleted, once it is known it never will be: a 404 then ends
+          the wait)."""
+        reason = exc.reason
+        if reason == "not_found":
             sessions.gone(checkpoint_id)  # its session, if it waits on it, goes on
             return JSONResponse({"error": str(exc)}, 404)  # a stale link, sent twice
-        if isinstance(exc, adk.CheckpointBusyError):  # a double click
+        if reason == "busy":  # a double click
             return JSONResponse({"error": str(exc)}, 409)
-        kept = {"checkpoint_id": checkpoint_id, "kept": True, "resumable": True}
-        kept["session_id"] = session_id
-        held_to = getattr(exc, "max_turns", None)  # the limit a resume's max_turns refusal names
-        if isinstance(exc, ValueError) and isinstance(held_to, int):
-            why = f"checkpoint {checkpoint_id!r} cannot be resumed within max_turns: {exc}"
-            return JSONResponse(kept | {"error": why, "max_turns": held_to}, 422)
-        try:
-            readable = await _readable(runner_of(), checkpoint_id)
-        except CheckpointStoreError as down:  # nothing ran: the decision can be sent again
-            return JSONResponse({"error": str(down)}, 503)
-        if not readable:
+        if reason == "corrupt":
             sessions.refused(checkpoint_id, str(exc), session_id)
             return unreadable(checkpoint_id, str(exc), session_id)
+        kept = {"checkpoint_id": checkpoint_id, "kept": True, "resumable": True}
+        kept["session_id"] = session_id
+        if reason == "max_turns":
+            why = f"checkpoint {checkpoint_id!r} cannot be resumed within max_turns: {exc}"
+            return JSONResponse(
+                kept | {"error": why, "max_turns": getattr(exc, "max_turns", None)}, 422
+            )
         why = (
             f"this service cannot resume checkpoint {checkpoint_id!r} now: {exc}; send the "
             "decision again once it can"
@@ -416,7 +415,7 @@ def build_app(
         except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
             try:  # the session held while it is told apart (it may end the session's wait)
                 await events.aclose()
-                return await refusal(checkpoint_id, exc, session_id)
+                return refusal(checkpoint_id, exc, session_id)
             finally:
                 give_back()
         except ValueError as exc:  # the decision does not fit the pause: the client's to fix
@@ -442,7 +441,7 @@ def build_app(
             # before_tool gate this version lacks, a max_turns too low): nothing ran.
             try:
                 await events.aclose()
-                return await refusal(checkpoint_id, first.exception, session_id)
+                return refusal(checkpoint_id, first.exception, session_id)
             finally:
                 give_back()
 
@@ -478,64 +477,6 @@ def _max_turns(body: Any) -> int | None:
     if limit is not None and (type(limit) is not int or limit < 1):
         raise ValueError(f"max_turns must be a positive int, not {limit!r}")
     return limit
-
-
-async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
-    """Whether the checkpoint's bytes can be read, asked of the store (the truth), not of the
-    refusal's words: the one checkpoint is read (a ``get``; a listing of the store by prefix,
-    ``runner.pending(checkpoint_id)``, would go through every id it holds: a Redis ``SCAN`` of
-    its keyspace) and ``list_pending`` reads those bytes as a resume does, without the agents,
-    giving one it cannot read with its ``error``. Readable: one of another pyadk release, which a
-    worker of that release reads (``_of_another_release``); one gone meanwhile or another
-    agent's, refused by the agents serving it (a resume sent again is then its 404). A
-    checkpoint whose summary header is whole but whose body was cut or edited is read as
-    readable (the body is not hashed then): it is answered 503, its session waiting, until it is
-    deleted (then 404)."""
-    data = await runner.checkpoint_store.get(checkpoint_id)
-    if data is None or _of_another_release(bytes(data)):
-        return True
-    listing = list_pending(_Read(checkpoint_id, bytes(data)), agent=runner.agent.name)
-    async with contextlib.aclosing(listing) as read:
-        async for entry in read:
-            return entry.error is None
-    return True
-
-
-class _Read:
-    """The one checkpoint already read, as a store ``list_pending`` can list (its ``ids`` and its
-    ``get``): read again from the store it would cost a second round trip."""
-
-    def __init__(self, checkpoint_id: str, data: bytes) -> None:
-        self.checkpoint_id, self.data = checkpoint_id, data
-
-    async def get(self, id: str) -> bytes | None:
-        return self.data if id == self.checkpoint_id else None
-
-    async def put(self, id: str, data: bytes) -> None:
-        raise NotImplementedError("only read")
-
-    async def delete(self, id: str) -> None:
-        raise NotImplementedError("only read")
-
-    async def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
-        yield self.checkpoint_id
-
-
-def _of_another_release(data: bytes) -> bool:
-    """Whether the checkpoint is a pyadk checkpoint of another format version (its header line,
-    ``{"format": "pyadk.checkpoint", "version": ...}``, docs/interrupts.md): a newer worker's
-    pause met by an older one in a rolling deploy, or one an upgrade no longer reads. No resume
-    here reads it, but a worker of that release does (its refusal says "it is kept as it was"),
-    so it is not bytes no resume can read: the session waits (503), it is not freed (410)."""
-    line, newline, _ = data.partition(b"\n")
-    try:
-        header = json.loads(line) if newline else None
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's reach
-        return False  # not a pyadk checkpoint's header
-    if not isinstance(header, dict) or header.get("format") != "pyadk.checkpoint":
-        return False
-    version = header.get("version")
-    return type(version) is int and version != codec.VERSION
 
 
 def _request_span(tracer: trace.Tracer, request: Request, name: str) -> trace.Span:

@@ -20,8 +20,9 @@ could take it. Three things a service has to get right, shown here:
   *before* sending ``200``, so a bad request gets a ``400`` or ``409`` with the reason instead of
   a stream that breaks off (``404`` for a checkpoint gone, ``409`` for one being resumed). A
   checkpoint it cannot resume as asked (another ``CheckpointError``, raised or as the first
-  event's ``exception``) is kept in the store (``"kept": true``) and told apart by what lets it
-  through (``"resumable"``): a ``max_turns`` too low for it (also a ``ValueError``, with the
+  event's ``exception``) is kept in the store (``"kept": true``) and told apart by its
+  ``reason``, never by reading the checkpoint's bytes, as what lets it through
+  (``"resumable"``): a ``max_turns`` too low for it (also a ``ValueError``, with the
   limit as ``max_turns``) a ``422``, sent again with a higher one it resumes; bytes no resume
   reads a ``410``; a tool or a ``before_tool`` gate removed since the pause, or run options
   this version does not pass, a ``503``, resumed once the service is fixed (a rollback). A
@@ -59,8 +60,6 @@ from adk.checkpoint import (
     CheckpointStoreError,
     PendingCheckpoint,
     SQLiteCheckpointStore,
-    codec,
-    list_pending,
 )
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -272,33 +271,30 @@ class Service:
         self, writer: asyncio.StreamWriter, checkpoint_id: str, exc: adk.CheckpointError
     ) -> None:
         """Answer a resume the runner refused (raised, or as its first event): nothing ran and
-        the checkpoint is kept as it was (``"kept": true``). Told apart by what lets it through
-        (``"resumable"``): ``404`` gone (a stale link), ``409`` being resumed (a double click);
-        ``422`` for a ``max_turns`` too low for what the resume must make (a ``ValueError``
-        too, with the limit as ``max_turns``), which the same checkpoint passes sent again with
-        a higher ``"max_turns"``; ``410`` for bytes no resume can read (``_readable``), which
-        nothing makes resumable; ``503`` for a checkpoint the service as now deployed cannot
-        resume (a tool or a ``before_tool`` gate removed since the pause, run options it does
-        not pass), which a fixed deployment (a rollback) resumes: the decision can be sent
-        again then."""
-        if isinstance(exc, adk.CheckpointNotFoundError):  # a stale link, sent twice
+        the checkpoint is kept as it was (``"kept": true``). Told apart by the refusal's
+        ``reason`` (docs/service.md), which says what lets it through (``"resumable"``):
+        ``404`` gone (``"not_found"``: a stale link), ``409`` being resumed (``"busy"``: a
+        double click); ``422`` for a ``max_turns`` too low for what the resume must make
+        (``"max_turns"``, the limit as its ``max_turns``), which the same checkpoint passes sent
+        again with a higher ``"max_turns"``; ``410`` for bytes no resume will ever read
+        (``"corrupt"``), which nothing makes resumable; ``503`` for a checkpoint the service as
+        now deployed cannot resume (another pyadk release's, a tool or a ``before_tool`` gate
+        removed since the pause, run options it does not pass), which a fixed deployment (a
+        rollback, a worker of that release) resumes: the decision can be sent again then."""
+        reason = exc.reason
+        if reason == "not_found":  # a stale link, sent twice
             await _send_json(writer, 404, {"error": str(exc)})
             return
-        if isinstance(exc, adk.CheckpointBusyError):  # a double click
+        if reason == "busy":  # a double click
             await _send_json(writer, 409, {"error": str(exc)})
             return
         kept = {"checkpoint_id": checkpoint_id, "kept": True, "resumable": True}
-        held_to = getattr(exc, "max_turns", None)  # the limit a resume's max_turns refusal names
-        if isinstance(exc, ValueError) and isinstance(held_to, int):
+        if reason == "max_turns":
             why = f"checkpoint {checkpoint_id!r} cannot be resumed within max_turns: {exc}"
+            held_to = getattr(exc, "max_turns", None)  # the limit it was held against
             await _send_json(writer, 422, kept | {"error": why, "max_turns": held_to})
             return
-        try:
-            readable = await _readable(self.runner, checkpoint_id)
-        except CheckpointStoreError as down:  # nothing ran: the decision can be sent again
-            await _send_json(writer, 503, {"error": str(down)})
-            return
-        if not readable:
+        if reason == "corrupt":
             why = f"checkpoint {checkpoint_id!r} cannot be resumed by this service: {exc}"
             await _send_json(writer, 410, kept | {"error": why, "resumable": False})
             return
@@ -328,64 +324,6 @@ class Service:
                 break
         writer.write(b"0\r\n\r\n")
         await writer.drain()
-
-
-async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
-    """Whether the checkpoint's bytes can be read, asked of the store (the truth), not of the
-    refusal's words: the one checkpoint is read (a ``get``; a listing of the store by prefix,
-    ``runner.pending(checkpoint_id)``, would go through every id it holds: a Redis ``SCAN`` of
-    its keyspace) and ``list_pending`` reads those bytes as a resume does, without the agents,
-    giving one it cannot read with its ``error``. Readable: one of another pyadk release, which a
-    worker of that release reads (``_of_another_release``); one gone meanwhile or another
-    agent's, refused by the agents serving it (a resume sent again is then its 404). A
-    checkpoint whose summary header is whole but whose body was cut or edited is read as
-    readable (the body is not hashed then): it is answered 503, its session waiting, until it is
-    deleted (then 404)."""
-    data = await runner.checkpoint_store.get(checkpoint_id)
-    if data is None or _of_another_release(bytes(data)):
-        return True
-    listing = list_pending(_Read(checkpoint_id, bytes(data)), agent=runner.agent.name)
-    async with contextlib.aclosing(listing) as read:
-        async for entry in read:
-            return entry.error is None
-    return True
-
-
-class _Read:
-    """The one checkpoint already read, as a store ``list_pending`` can list (its ``ids`` and its
-    ``get``): read again from the store it would cost a second round trip."""
-
-    def __init__(self, checkpoint_id: str, data: bytes) -> None:
-        self.checkpoint_id, self.data = checkpoint_id, data
-
-    async def get(self, id: str) -> bytes | None:
-        return self.data if id == self.checkpoint_id else None
-
-    async def put(self, id: str, data: bytes) -> None:
-        raise NotImplementedError("only read")
-
-    async def delete(self, id: str) -> None:
-        raise NotImplementedError("only read")
-
-    async def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
-        yield self.checkpoint_id
-
-
-def _of_another_release(data: bytes) -> bool:
-    """Whether the checkpoint is a pyadk checkpoint of another format version (its header line,
-    ``{"format": "pyadk.checkpoint", "version": ...}``, docs/interrupts.md): a newer worker's
-    pause met by an older one in a rolling deploy, or one an upgrade no longer reads. No resume
-    here reads it, but a worker of that release does (its refusal says "it is kept as it was"),
-    so it is not bytes no resume can read: a 503, resumable, not a 410."""
-    line, newline, _ = data.partition(b"\n")
-    try:
-        header = json.loads(line) if newline else None
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's reach
-        return False  # not a pyadk checkpoint's header
-    if not isinstance(header, dict) or header.get("format") != "pyadk.checkpoint":
-        return False
-    version = header.get("version")
-    return type(version) is int and version != codec.VERSION
 
 
 async def _forward(stream: adk.MessageStream, writer: asyncio.StreamWriter) -> Exception | None:

@@ -719,7 +719,21 @@ async def test_the_example_services_session_is_freed_from_a_checkpoint_no_resume
         assert not example.paying.is_set()  # the payment was not made
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
         assert status == 200, events
-    assert [(m.role.value, m.content) for m in asked[-1]] == [("user", "hi")]
+        assert [(m.role.value, m.content) for m in asked[-1]] == [("user", "hi")]
+        # A body edited under a whole summary header, its length kept: the example read the
+        # header alone (through a listing) and answered 503 "resumable" until someone deleted
+        # it, its session waiting for good. The resume read the body and says so (reason
+        # "corrupt"): a 410.
+        status, events = await example.post(port, "/sessions/s2/messages", {"message": "pay"})
+        edited = events[-1][1]["checkpoint_id"]
+        whole = await store.get(edited)
+        assert whole is not None and whole.endswith(b"}")
+        await store.put(edited, whole[:-1] + b" ")
+        status, events = await example.post(port, f"/resume/{edited}", {"decision": True})
+        assert status == 410 and "checksum does not match" in events[0][1]["error"], events
+        status, events = await example.post(port, "/sessions/s2/messages", {"message": "hi"})
+        assert status == 200, events  # its session went on
+        assert [(m.role.value, m.content) for m in asked[-1]] == [("user", "hi")]
     assert await store.get(paused) == kept  # kept as it was: not deleted, not moved
 
 

@@ -183,6 +183,12 @@ async def _cut(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
     await store.put(checkpoint_id, data[:-10])  # the summary header whole, the body cut
 
 
+async def _edited(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
+    data = await store.get(checkpoint_id)
+    assert data is not None and data.endswith(b"}")
+    await store.put(checkpoint_id, data[:-1] + b" ")  # the same length: the header's size fits
+
+
 async def _no_version(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
     await _with_header(store, checkpoint_id, version="1")  # no version pyadk writes
 
@@ -192,14 +198,15 @@ async def _malformed(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
         body["history"] = "not a history"
 
 
-@pytest.mark.parametrize("damage", [_garbage, _cut, _no_version, _malformed])
+@pytest.mark.parametrize("damage", [_garbage, _cut, _edited, _no_version, _malformed])
 async def test_corrupt_bytes_no_resume_will_ever_read(
     store: SQLiteCheckpointStore, damage: Any
 ) -> None:
     """Not a pyadk checkpoint, truncated, a version no pyadk writes, malformed under a matching
-    checksum: nothing makes it resumable, so a service lets its session go on (410). A body cut
-    under a whole summary header was read as readable by the example services' own parsing
-    (the listing reads the header alone), and answered 503 until someone deleted it."""
+    checksum: nothing makes it resumable, so a service lets its session go on (410). A body
+    edited under a whole summary header, its length kept, was read as readable by the example
+    services' own parsing (a listing reads the header alone), and answered 503 until someone
+    deleted it."""
     runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
     paused = await _paused(runner)
     await damage(store, paused)

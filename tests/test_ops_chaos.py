@@ -408,6 +408,17 @@ async def test_a_streaming_service_tells_a_max_turns_refusal_from_an_unreadable_
         assert status == 410 and "is not a pyadk checkpoint" in body["error"], text
         assert (body["kept"], body["resumable"]) == (True, False), body
 
+        # Edited under a whole summary header, its length kept: the service read the header
+        # alone (a listing) and answered 503 "resumable" for good; the resume's reason is 410.
+        lines = await service.post(http, "/chat", {"message": "Pay ACME."})
+        paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
+        whole = await store.get(paused)
+        assert whole is not None and whole.endswith(b"}")
+        await store.put(paused, whole[:-1] + b" ")
+        resume = {"checkpoint_id": paused, "decision": {"approved": True}}
+        status, text = await _answer(http, "/resume", resume)
+        assert status == 410 and "checksum does not match" in _json_body(text)["error"], text
+
 
 async def test_a_streaming_service_keeps_a_checkpoint_of_another_pyadk_release_resumable(
     tmp_path: Path,
