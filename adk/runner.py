@@ -563,7 +563,12 @@ class Runner(AsyncCloseable):
 
         ``max_turns``: the most model calls the whole run may make, every agent's (``AgentTool``
         nested runs' too); the call past it fails the run with ``MaxTurnsExceeded``. Saved in a
-        checkpoint with the calls made so far: a resume goes on counting."""
+        checkpoint with the calls made so far: a resume goes on counting.
+
+        ``checkpoint_id``: the id a pause of this run is saved under (one per pause). The id of a
+        checkpoint a paused run still waits on, or that a resume in this process runs, refuses
+        the run before its agent runs: its only event is an error event whose ``exception`` is a
+        ``CheckpointError`` with ``reason`` ``"id_taken"``."""
         messages = _to_messages(input)
         if checkpoint_id is not None or session is not None:
             _check_run_options(session, checkpoint_id)
