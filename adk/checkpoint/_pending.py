@@ -65,7 +65,8 @@ class PendingCheckpoint:
     it), but a resume of it now is refused as "already being resumed".
 
     ``error``: the ``CheckpointError`` that kept the checkpoint from being read (damaged, from a
-    newer pyadk, naming a type not registered in this process); the other fields are then empty
+    newer pyadk, naming a type not registered in this process: its ``reason``, ``"corrupt"``,
+    ``"other_version"`` or ``"incompatible"``, says which); the other fields are then empty
     (``agent``, ``run_id`` and ``saved_at`` ``None``, ``points`` ``[]``). Resuming it fails the
     same way.
 
