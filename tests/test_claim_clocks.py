@@ -23,7 +23,7 @@ import pytest
 from claiming_stores import make_store_fixture  # noqa: F401
 
 import adk.checkpoint.sqlite
-from adk import Message, Role, RunError, Runner, tool
+from adk import CheckpointError, Message, Role, RunError, Runner, tool
 from adk.checkpoint import (
     ClaimingCheckpointStore,
     SQLiteCheckpointStore,
@@ -127,7 +127,7 @@ async def test_a_resume_whose_claim_a_clock_step_lapsed_stops_and_leaves_the_che
 
         with (
             caplog.at_level(logging.WARNING, logger="adk.checkpoint"),
-            pytest.raises(RunError, match="lost the claim on checkpoint 'order'"),
+            pytest.raises(RunError, match="lost the claim on checkpoint 'order'") as lost,
         ):
             WHILE_PAYING.append(step_and_take_over)
             try:
@@ -135,6 +135,8 @@ async def test_a_resume_whose_claim_a_clock_step_lapsed_stops_and_leaves_the_che
             finally:
                 WHILE_PAYING.clear()
 
+        assert isinstance(lost.value.__cause__, CheckpointError)  # another resume may hold it
+        assert lost.value.__cause__.reason == "busy"
         assert await store.get("order") == saved  # as the other worker loaded it
         assert "could not record" in caplog.text and "lost the claim" in caplog.text
         assert not await store.claim("order", "a third worker")  # the other's claim stands
