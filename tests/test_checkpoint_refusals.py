@@ -125,10 +125,12 @@ async def test_busy_a_checkpoint_another_resume_runs_now(store: SQLiteCheckpoint
     runner = Runner(_clerk(_paying_model(), slow_pay), checkpoint_store=store)
     paused = await _paused(runner)
     first = asyncio.create_task(runner.invoke_resume(paused, True))
-    await started.wait()
-    refused = await _refusal(runner, paused)
+    try:
+        await started.wait()
+        refused = await _refusal(runner, paused)
+    finally:
+        release.set()  # the first resume ends, whatever this one met
     assert isinstance(refused, adk.CheckpointBusyError) and refused.reason == "busy"
-    release.set()
     assert (await first).text == "Paid."
 
 
@@ -279,19 +281,16 @@ async def test_id_taken_a_new_run_under_the_id_a_resume_runs_now(
     runner = Runner(_clerk(_paying_model(), slow_pay), checkpoint_store=store)
     await runner.invoke("pay bob", checkpoint_id="conv-1")
     resuming = asyncio.create_task(runner.invoke_resume("conv-1", True))
-    await started.wait()
     model = _paying_model()
-    events = [
-        e
-        async for e in Runner(_clerk(model), checkpoint_store=store).run(
-            "x", checkpoint_id="conv-1"
-        )
-    ]
-    assert [e.exception.reason for e in events if isinstance(e.exception, CheckpointError)] == [
-        "id_taken"
-    ]
-    assert "it is being resumed" in str(events[0].error) and model.calls == 0
-    release.set()
+    try:
+        await started.wait()
+        new_run = Runner(_clerk(model), checkpoint_store=store).run("x", checkpoint_id="conv-1")
+        events = [event async for event in new_run]
+    finally:
+        release.set()  # the resume ends, whatever the new run met
+    [event] = events
+    assert isinstance(event.exception, CheckpointError) and event.exception.reason == "id_taken"
+    assert "it is being resumed" in str(event.error) and model.calls == 0
     assert (await resuming).text == "Paid."
 
 
