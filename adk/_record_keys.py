@@ -23,13 +23,15 @@ from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import Any
 
-record_key: ContextVar[tuple[Hashable, object, str | None] | None] = ContextVar(
+record_key: ContextVar[tuple[Hashable, object, str | None, int] | None] = ContextVar(
     "adk_record_key", default=None
 )
-"""``(key, runner, checkpoint_id)`` while a keyed record of an execution environment runs or
-resumes: its key, the environment's ``Runner`` that runs it and the checkpoint it resumes
-(``None`` for a fresh record). ``None``, the default, for any other run: a plain ``Runner``
-resume is not checked, nor saves a key.
+"""``(key, runner, checkpoint_id, index)`` while a keyed record of an execution environment runs
+or resumes: its key, the environment's ``Runner`` that runs it, the checkpoint it resumes
+(``None`` for a fresh record) and the record's index (a resume's own position, for one of
+``apply``'s resumes: its pause keeps the index its checkpoint saved instead, ``saved``).
+``None``, the default, for any other run: a plain ``Runner`` resume is not checked, nor saves
+a key.
 
 Only the record's own run saves the key (``key_to_save``), and only the resume of the record's
 own checkpoint is checked (``key_to_check``): a ``Runner`` of the application's own that a tool
@@ -42,12 +44,13 @@ delegate may share (one conversation id) and a resume need not give."""
 _JSON_SCALARS = (str, int, bool, type(None))
 
 
-def key_to_save(runner: object) -> tuple[Hashable] | None:
-    """``(key,)`` of the keyed record whose own run ``runner`` is pausing, else None."""
+def key_to_save(runner: object) -> tuple[Hashable, str | None, int] | None:
+    """``(key, checkpoint_id, index)`` of the keyed record whose own run ``runner`` is pausing
+    (``checkpoint_id``: the one it resumes, None for a fresh record), else None."""
     keyed = record_key.get()
     if keyed is None or keyed[1] is not runner:
         return None
-    return (keyed[0],)
+    return (keyed[0], keyed[2], keyed[3])
 
 
 def key_to_check(runner: object, checkpoint_id: str) -> tuple[Hashable] | None:
@@ -77,16 +80,41 @@ def _listed(key: Any) -> Any:
     return [_listed(item) for item in key] if type(key) is tuple else key
 
 
-def saved(key: Hashable) -> dict[str, Any] | None:
+def saved(key: Hashable, index: int | None) -> dict[str, Any] | None:
     """What a pause saves of its record's key: ``{"value": <its JSON value>}``, or for a key that
     JSON would turn into another, ``{"repr": ..., "type": ...}`` (``None`` if even that fails:
-    the pause is then resumed unchecked, as one saved before keys were)."""
+    the pause is then resumed unchecked, as one saved before keys were); with ``"index"``, the
+    record's position in its stream, when known (``index``), for a listing of the pauses to
+    name the record (``adk.checkpoint.list_pending``). A pyadk from before the index reads the
+    key alone (``refused`` looks at no other key of it)."""
+    found: dict[str, Any]
     if _json_key(key):
-        return {"value": _listed(key)}
-    try:
-        return {"repr": repr(key), "type": type(key).__name__}
-    except Exception:  # a key type whose ``__repr__`` fails
+        found = {"value": _listed(key)}
+    else:
+        try:
+            found = {"repr": repr(key), "type": type(key).__name__}
+        except Exception:  # a key type whose ``__repr__`` fails
+            return None
+    if index is not None:
+        found["index"] = index
+    return found
+
+
+def listed(kept: Any) -> tuple[Any, int | None] | None:
+    """``(key, index)`` as a listing shows a pause's saved key (``saved``'s): a JSON key as its
+    value (an array as a tuple), any other as its ``repr``; the index None when not saved (a
+    pause saved before the index was). None when ``kept`` is no saved key (none, or a form this
+    version cannot read)."""
+    if not isinstance(kept, dict):
         return None
+    index = kept.get("index")
+    if type(index) is not int:
+        index = None
+    if "value" in kept:
+        return (tupled(kept["value"]), index)
+    if isinstance(kept.get("repr"), str):
+        return (kept["repr"], index)
+    return None
 
 
 def refused(kept: Any, key: Hashable) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from . import __version__, checkpoint
 from ._nonfinite import dumps_finite
+from ._record_keys import listed
 from .checkpoint._pending import PendingCheckpoint, _gathered, _listing
 from .checkpoint._points import still_waiting
 from .checkpoint.codec import (
@@ -88,6 +89,8 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
         # points it paused at; without this an operator reads them as a decision still awaited.
         "finished": bool(body.get("finished")),
         "resuming": args.checkpoint_id in claimed,
+        # A keyed record's pause: its key and index, as the listing shows them.
+        **_record_of(body),
         # Not the points of calls a resume ran and recorded (their answers are not needed).
         "points": still_waiting(body.get("points", []), body.get(_SETTLED)),
         "history_entries": len(body.get("history", [])),
@@ -97,6 +100,11 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
     if args.full:
         summary["body"] = body
     return summary
+
+
+def _record_of(body: dict[str, Any]) -> dict[str, Any]:
+    record = listed(body.get("record_key"))
+    return {"key": record[0], "index": record[1]} if record is not None else {}
 
 
 def _check_shape(body: dict[str, Any], checkpoint_id: str) -> None:
@@ -139,6 +147,7 @@ def _listed(entry: PendingCheckpoint) -> dict[str, Any]:
         "run_id": entry.run_id,
         "saved_at": entry.saved_at,
         "resuming": entry.resuming,
+        **({"key": entry.key, "index": entry.index} if entry.keyed else {}),
         "points": [{"id": p.id, "address": p.address, "info": p.info} for p in entry.points],
     }
 

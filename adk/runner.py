@@ -1131,7 +1131,10 @@ class Runner(AsyncCloseable):
                 body["memory"] = memory[1]  # where the key's memory is: see ``_resume_claimed``
             keyed = _record_keys.key_to_save(self)
             if keyed is not None:  # a keyed record's: its resume must name its key (see there)
-                key = _record_keys.saved(keyed[0])
+                index: int | None = keyed[2]
+                if keyed[1] is not None:  # a resume's pause: the record's index, as first saved
+                    index = _saved_index(run.plan)
+                key = _record_keys.saved(keyed[0], index)
                 if key is not None:
                     body["record_key"] = key
             data = encode_checkpoint(body)
@@ -1771,6 +1774,18 @@ def _resumed_again(progress: checkpoint._progress._Progress, targets: Collection
         "this resume ran no paused call (an earlier resume recorded them): resuming it again "
         f"would replay them too {after}"
     )
+
+
+def _saved_index(plan: _ResumePlan | None) -> int | None:
+    """The record index the checkpoint a keyed record's resume loaded saved with its key (the
+    record's, not the resume's own position among ``apply``'s resumes), for its pause to keep;
+    None when it saved none (a checkpoint from before the index was saved)."""
+    progress = plan.progress if plan is not None else None
+    if progress is None:
+        return None
+    kept = progress.body.get("record_key")
+    index = kept.get("index") if isinstance(kept, dict) else None
+    return index if type(index) is int else None
 
 
 def _unreached(agent_name: str, checkpoint_id: str, points: list[str]) -> AgentEvent:

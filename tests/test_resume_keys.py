@@ -19,9 +19,10 @@ import pytest
 from checkpoint_rewrite import rewrite_checkpoint
 from flink_job import book
 
-from adk import AgentEvent, AgentInput, BaseAgent, Interrupt, RunContext, Runner
+from adk import AgentEvent, AgentInput, BaseAgent, Interrupt, RunContext, Runner, cli
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import SQLiteCheckpointStore, list_pending
+from adk.checkpoint import codec as checkpoint_codec
 from adk.checkpoint.codec import decode_checkpoint
 from adk.execution import KeyedOutput, LocalExecutionEnvironment, RecordError
 
@@ -136,7 +137,7 @@ async def test_a_checkpoint_saved_without_its_key_resumes_unchecked(tmp_path: Pa
     store = SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
     assert paused.checkpoint_id is not None
     async with rewrite_checkpoint(store, paused.checkpoint_id) as body:
-        assert body.pop("record_key") == {"value": "ann"}
+        assert body.pop("record_key") == {"value": "ann", "index": 2}
     await store.aclose()
 
     later = _env(tmp_path).from_list([], key="user")
@@ -230,3 +231,112 @@ async def test_a_resumed_record_pausing_again_saves_its_key_again(
     refused = _env(tmp_path, on_error="emit").from_list([], key="user")
     [failed] = await refused.apply(agent, sessions=sessions, resumes=[wrong]).to_list()
     assert failed.error is not None and "not of key 'bob'" in failed.error.message
+
+
+async def _listed(tmp_path: Path) -> list[Any]:
+    store = SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+    try:
+        return await list_pending(store)
+    finally:
+        await store.aclose()
+
+
+async def test_a_keyed_pause_is_listed_with_its_key_and_index(tmp_path: Path) -> None:
+    """An approvals page listing the pauses could not say which record waits: the pending entry
+    had the agent, run id and points, not the key (saved in the body alone) nor the record. It
+    has both now, read from the header's summary, and a plain run's pause says it is no record's."""
+    paused, _ = await _paused(tmp_path)
+    store = SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+    await Runner(_Desk("desk"), store).invoke("case 9", checkpoint_id="plain")
+    await store.aclose()
+    entries = {entry.checkpoint_id: entry for entry in await _listed(tmp_path)}
+    entry = entries[paused.checkpoint_id]  # type: ignore[index]
+    assert (entry.keyed, entry.key, entry.index, entry.run_id) == (True, "ann", 2, paused.run_id)
+    assert "key='ann', index=2" in repr(entry)
+    plain = entries["plain"]
+    assert (plain.keyed, plain.key, plain.index) == (False, None, None)
+    assert "key=" not in repr(plain)
+
+
+async def test_keys_that_are_tuples_or_not_json_are_listed_as_a_resume_names_them(
+    tmp_path: Path,
+) -> None:
+    """A tuple key is listed as a tuple (as a resume from JSON gives it back), a bytes key as its
+    repr, which is how its refusal names it."""
+    await _paused(tmp_path, key=lambda record: (record["user"], 1))
+    [entry] = await _listed(tmp_path)
+    assert (entry.keyed, entry.key, entry.index) == (True, ("ann", 1), 2)
+    other = tmp_path / "bytes"
+    other.mkdir()
+    await _paused(other, key=_as_bytes)
+    [entry] = await _listed(other)
+    assert (entry.keyed, entry.key, entry.index) == (True, "b'ann'", 2)
+
+
+async def test_a_resumed_records_new_pause_keeps_the_records_index(tmp_path: Path) -> None:
+    """A resume through ``apply``'s resumes runs at its own position among them (0 here): the
+    pause it makes again is still the record's, listed with the record's index (1), not 0."""
+    agent = ActionAgent("twice", actions=[_twice])
+    records = [{"user": "bob", "amount": 1}, {"user": "ann", "amount": 5}]
+    *_, paused = await _env(tmp_path).from_list(records, key="user").apply(agent).to_list()
+    listed = {entry.key: entry.index for entry in await _listed(tmp_path)}
+    assert listed == {"bob": 0, "ann": 1}  # (each record asks for its amount)
+    again = _env(tmp_path).from_list([], key="user")
+    resumes = [_answer(paused, "amount ok")]
+    [second] = await again.apply(agent, sessions={}, resumes=resumes).to_list()
+    assert second.index == 0 and second.checkpoint_id == paused.checkpoint_id
+    [entry] = [e for e in await _listed(tmp_path) if e.checkpoint_id == paused.checkpoint_id]
+    assert (entry.key, entry.index, entry.point_ids) == ("ann", 1, ["agent:twice/action:_twice"])
+
+
+async def test_a_keyed_pause_saved_before_keys_were_listed_lists_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint of a pyadk before this: its key saved without an index, and not in the
+    header's summary. It lists as no keyed record's (the summary is all a listing reads), and
+    resumes on its key, checked as before; its new pause is listed with its key, no index."""
+    agent = ActionAgent("twice", actions=[_twice])
+    [paused] = (
+        await _env(tmp_path)
+        .from_list([{"user": "ann", "amount": 5}], key="user")
+        .apply(agent)
+        .to_list()
+    )
+    assert paused.checkpoint_id is not None
+    store = SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+    old = tuple(name for name in checkpoint_codec._SUMMARY if name != "record_key")
+    with monkeypatch.context() as patched:
+        patched.setattr(checkpoint_codec, "_SUMMARY", old)
+        async with rewrite_checkpoint(store, paused.checkpoint_id) as body:
+            body["record_key"] = {"value": "ann"}
+    await store.aclose()
+    [entry] = await _listed(tmp_path)
+    assert (entry.keyed, entry.key, entry.index, entry.run_id) == (False, None, None, paused.run_id)
+    assert entry.point_ids == ["agent:twice/action:_twice"]
+
+    wrong = _env(tmp_path, on_error="emit").from_list([], key="user")
+    [failed] = await wrong.apply(agent, resumes=[_answer(paused, key="bob")]).to_list()
+    assert failed.error is not None and "not of key 'bob'" in failed.error.message
+    again = _env(tmp_path).from_list([], key="user")
+    [second] = await again.apply(agent, resumes=[_answer(paused, "amount ok")]).to_list()
+    assert second.checkpoint_id == paused.checkpoint_id
+    [entry] = await _listed(tmp_path)
+    assert (entry.keyed, entry.key, entry.index) == (True, "ann", None)
+    done = _env(tmp_path).from_list([], key="user")
+    [last] = await done.apply(agent, resumes=[_answer(paused, "payee ok")]).to_list()
+    assert last.output == 5 and await _listed(tmp_path) == []
+
+
+def test_pyadk_checkpoint_list_and_show_print_a_keyed_pauses_key_and_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line shows what the listing does (in this process: ``main``, not a new one)."""
+    paused, _ = asyncio.run(_paused(tmp_path))
+    path = str(tmp_path / "checkpoints.db")
+    assert paused.checkpoint_id is not None
+    assert cli.main(["checkpoint", "list", "--sqlite", path]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert (json.loads(line)["key"], json.loads(line)["index"]) == ("ann", 2)
+    assert cli.main(["checkpoint", "show", paused.checkpoint_id, "--sqlite", path]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["key"], shown["index"]) == ("ann", 2)

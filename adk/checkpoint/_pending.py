@@ -36,6 +36,7 @@ import math
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Generator, Sequence
 from typing import Any, cast
 
+from .._record_keys import listed
 from ..interrupts import InterruptPoint
 from ._claim import resumed_here
 from ._points import parse_points, still_waiting
@@ -64,18 +65,39 @@ class PendingCheckpoint:
     in any process; it stays listed until that resume ends (and, if the run pauses again, after
     it), but a resume of it now is refused as "already being resumed".
 
+    ``key`` and ``index``: for the pause of a keyed record of an execution environment
+    (``LocalExecutionEnvironment``/``FlinkExecutionEnvironment``: ``keyed`` is True), its key, as
+    a resume names it (a JSON value, an array as a tuple; a key that is not one, ``bytes``, as
+    its ``repr``, which only the key itself resumes), and its position in the stream, as its
+    ``KeyedOutput.index`` was (on Flink, the operator's count); a resume's new pause keeps its
+    record's. So an approvals page shows "record 17 (key 'acme')" and builds the resume
+    (``{"key", "checkpoint_id", "run_id", "resume"}``). ``None`` (``keyed`` False) for any other
+    run's pause, and for a keyed one saved by a pyadk before this was listed; ``index`` alone is
+    ``None`` for the pause of a resume of a checkpoint saved before the index was.
+
     ``error``: the ``CheckpointError`` that kept the checkpoint from being read (damaged, from a
     newer pyadk, naming a type not registered in this process: its ``reason``, ``"corrupt"``,
     ``"other_version"`` or ``"incompatible"``, says which); the other fields are then empty
-    (``agent``, ``run_id`` and ``saved_at`` ``None``, ``points`` ``[]``). Resuming it fails the
-    same way.
+    (``agent``, ``run_id``, ``saved_at``, ``key`` and ``index`` ``None``, ``points`` ``[]``).
+    Resuming it fails the same way.
 
     A plain slotted class rather than a dataclass, whose creation would cost more when this
     module loads (at a process's first listing, not with ``import adk``: see the package's
     docstring) for a record only a listing builds.
     """
 
-    __slots__ = ("agent", "checkpoint_id", "error", "points", "resuming", "run_id", "saved_at")
+    __slots__ = (
+        "agent",
+        "checkpoint_id",
+        "error",
+        "index",
+        "key",
+        "keyed",
+        "points",
+        "resuming",
+        "run_id",
+        "saved_at",
+    )
 
     def __init__(
         self,
@@ -87,6 +109,9 @@ class PendingCheckpoint:
         saved_at: float | None = None,
         error: CheckpointError | None = None,
         resuming: bool = False,
+        keyed: bool = False,
+        key: Any = None,
+        index: int | None = None,
     ) -> None:
         self.checkpoint_id = checkpoint_id
         self.agent = agent
@@ -95,6 +120,9 @@ class PendingCheckpoint:
         self.saved_at = saved_at
         self.error = error
         self.resuming = resuming
+        self.keyed = keyed
+        self.key = key
+        self.index = index
 
     @property
     def point_ids(self) -> list[str]:
@@ -105,8 +133,9 @@ class PendingCheckpoint:
         if self.error is not None:
             return f"PendingCheckpoint({self.checkpoint_id!r}, error={str(self.error)!r})"
         resuming = ", resuming=True" if self.resuming else ""
+        record = f", key={self.key!r}, index={self.index!r}" if self.keyed else ""
         return (
-            f"PendingCheckpoint({self.checkpoint_id!r}, agent={self.agent!r}, "
+            f"PendingCheckpoint({self.checkpoint_id!r}, agent={self.agent!r}{record}, "
             f"point_ids={self.point_ids!r}, saved_at={self.saved_at!r}{resuming})"
         )
 
@@ -329,10 +358,15 @@ def _entry(checkpoint_id: str, data: Any, rebuild: bool) -> PendingCheckpoint | 
     saved_at: float | None = None  # not recorded (an older pyadk): the listing does not fail
     if isinstance(saved, int | float) and not isinstance(saved, bool) and math.isfinite(saved):
         saved_at = float(saved)
+    # A keyed record's: its key and index (unread, in a form of a later pyadk: not keyed).
+    record = listed(body.get("record_key"))
     return PendingCheckpoint(
         checkpoint_id,
         agent=agent,
         run_id=run_id if isinstance(run_id, str) else None,
         points=points,
         saved_at=saved_at,
+        keyed=record is not None,
+        key=record[0] if record is not None else None,
+        index=record[1] if record is not None else None,
     )

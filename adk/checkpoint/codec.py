@@ -6,7 +6,7 @@ The bytes are one header line (format, version, SHA-256 of the body) and the JSO
 truncated or edited checkpoint is reported as such instead of resuming from wrong state.
 
 The header of a paused run's checkpoint also carries its summary (``_SUMMARY``: the agent, run id,
-save time, pending points, whether it finished) as JSON text with a SHA-256 of its own, and the
+save time, pending points, whether it finished, a keyed record's key) as JSON text with a SHA-256 of its own, and the
 body's length: a listing of paused runs (``list_pending``) reads that first line only, so it does
 not pay for every history. Readers that predate it ignore the extra header keys.
 
@@ -98,8 +98,9 @@ of tens of megabytes every store must hold and every resume read. OpenAI takes i
 _SETTLED = "settled"
 """The body's list of the ids of points whose calls a resume ran and recorded (``_progress``):
 listings show them no more (``_points.still_waiting``)."""
-_SUMMARY = ("agent", "run_id", "saved_at", "points", "finished", _SETTLED)
-"""The body's keys a checkpoint's header repeats, as its summary (what a listing shows)."""
+_SUMMARY = ("agent", "run_id", "saved_at", "points", "finished", _SETTLED, "record_key")
+"""The body's keys a checkpoint's header repeats, as its summary (what a listing shows): a keyed
+record's pause's key and index (``record_key``, ``adk._record_keys.saved``) among them."""
 
 _MAX_INT_DIGITS = 4300
 """Longest int (decimal digits) a checkpoint holds: Python's default limit on converting ints to

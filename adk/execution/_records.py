@@ -493,7 +493,7 @@ async def _run_record(
     keyed = None
     if sessions is not None:
         resumed = resuming[0] if resuming is not None else None
-        keyed = record_key.set((key, runner, resumed))
+        keyed = record_key.set((key, runner, resumed, index))
     try:
         if resuming is None:
             result = await runner.invoke(
