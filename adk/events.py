@@ -46,17 +46,36 @@ def _type_name(exc: BaseException) -> str:
 
 @dataclass(slots=True)
 class ErrorInfo:
-    """A serialisable description of an error: the exception type name and its message."""
+    """A serialisable description of an error: the exception type name and its message.
+
+    ``cause`` (an extension to DESIGN.md): for an error that only says where something failed
+    and wraps what did, the type name of the exception it wraps; ``None`` for any other. An
+    ``ActionAgent``'s action that raised fails its run with an ``ActionError`` naming the action
+    (``type``), and ``cause`` is what the action raised (``ValueError``, ``ModelError``): what an
+    operator groups a pipeline's failed records by, without parsing the message."""
 
     type: str
     message: str
+    cause: str | None = None
 
     @classmethod
     def of(cls, exc: BaseException) -> ErrorInfo:
         """The type name and message of ``exc``; an empty message becomes the type name, so
-        ``message`` is never empty."""
+        ``message`` is never empty. ``cause`` for an exception whose class wraps another's
+        (``_names_cause``, ``adk.actions.ActionError``'s) and that was raised from one."""
         name = _type_name(exc)
-        return cls(type=name, message=str(exc) or name)
+        wrapped = exc.__cause__ if getattr(exc, "_names_cause", False) else None
+        # Through wrappers of wrappers (an action's failure inside an action's nested run): the
+        # exception that went wrong, not the next place that reported it (a bounded walk: a
+        # chain of causes may loop).
+        for _ in range(100):
+            if wrapped is None or not getattr(wrapped, "_names_cause", False):
+                break
+            if wrapped.__cause__ is None:
+                break
+            wrapped = wrapped.__cause__
+        cause = _type_name(wrapped) if wrapped is not None else None
+        return cls(type=name, message=str(exc) or name, cause=cause)
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}"
@@ -313,6 +332,8 @@ class AgentEvent:
             data["action"] = act
         if self.error is not None:
             data["error"] = {"type": self.error.type, "message": self.error.message}
+            if self.error.cause is not None:  # only then: a reader before it reads the rest
+                data["error"]["cause"] = self.error.cause
         return data
 
     @classmethod
@@ -336,11 +357,15 @@ class AgentEvent:
         if "action" in fields:
             event.action = _action_from(fields["action"])
         if "error" in fields:
-            error = adk._event_json.checked(fields["error"], "error", {"type", "message"})
-            kind, text = error.get("type"), error.get("message")
+            error = adk._event_json.checked(fields["error"], "error", {"type", "message", "cause"})
+            kind, text, cause = error.get("type"), error.get("message"), error.get("cause")
             if not (isinstance(kind, str) and isinstance(text, str)):
                 raise ValueError("event error: type and message must be strings")
-            event.error = ErrorInfo(kind, text)
+            if cause is not None and not isinstance(cause, str):
+                raise ValueError(
+                    f"event error: cause must be a string or absent, got {shown(cause)}"
+                )
+            event.error = ErrorInfo(kind, text, cause)
         return event
 
 

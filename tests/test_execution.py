@@ -1528,3 +1528,68 @@ async def test_a_model_records_nan_reaches_the_model_as_nan_like_a_dicts() -> No
     records = [_Reading(sensor="a", value=math.nan), {"sensor": "a", "value": math.nan}]
     await env.from_list(records).apply(agent).to_list()
     assert seen == ['{"sensor":"a","value":NaN}'] * 2
+
+
+class _Refused(ValueError):
+    """An exception of the user's own, as a pipeline's actions raise them."""
+
+
+@action(InputEvent)
+def _parse_amount(event: InputEvent, ctx: ActionContext) -> None:
+    record = event.input
+    if record["amount"] == "bad":
+        float(record["amount"])  # ValueError
+    if record["amount"] < 0:
+        raise _Refused(f"negative amount {record['amount']}")
+    ctx.send_event(OutputEvent(output=record["amount"]))
+
+
+class _Fails(BaseAgent):
+    async def run(self, input: Any, ctx: Any) -> AsyncIterator[AgentEvent]:
+        raise KeyError("no such account")
+        yield AgentEvent.of("never")  # pragma: no cover
+
+
+async def test_a_failed_action_names_what_it_raised_as_the_errors_cause() -> None:
+    """A pipeline's failed records all read ``ActionError`` (where: an action) and hid what went
+    wrong in the message, so an operator could not group them by it. ``error.cause`` is the
+    type the action raised, in the output, its JSON and the run's error event; ``type`` stays
+    ``ActionError``, and a failure that wraps nothing has no cause (and its JSON no such key)."""
+    records = [
+        {"user": "ann", "amount": "bad"},
+        {"user": "bob", "amount": -5},
+        {"user": "cy", "amount": 3},
+    ]
+    env = LocalExecutionEnvironment(on_error="emit")
+    agent = ActionAgent("amounts", actions=[_parse_amount])
+    bad, negative, fine = await env.from_list(records, key="user").apply(agent).to_list()
+    assert bad.error is not None and negative.error is not None and fine.error is None
+    assert (bad.error.type, bad.error.cause) == ("ActionError", "ValueError")
+    assert (negative.error.type, negative.error.cause) == ("ActionError", "_Refused")
+    assert "action '_parse_amount' of agent 'amounts' failed on InputEvent" in bad.error.message
+    assert bad.to_dict()["error"] == {
+        "type": "ActionError",
+        "message": bad.error.message,
+        "cause": "ValueError",
+    }
+    [plain] = await env.from_list([{"user": "dee"}], key="user").apply(_Fails("f")).to_list()
+    assert plain.error == ErrorInfo("KeyError", "'no such account'")
+    assert plain.to_dict()["error"] == {"type": "KeyError", "message": "'no such account'"}
+
+    raising = LocalExecutionEnvironment().from_list(records[:1], key="user").apply(agent)
+    with pytest.raises(RecordError) as raised:
+        await raising.to_list()
+    assert (raised.value.error.type, raised.value.error.cause) == ("ActionError", "ValueError")
+
+
+async def test_an_error_events_cause_goes_through_its_json() -> None:
+    """``AgentEvent.to_dict``/``from_dict`` keep ``cause``; one that is not a string is refused."""
+    error = ErrorInfo("ActionError", "action 'a' of agent 'b' failed on InputEvent: ...", "Oops")
+    event = AgentEvent("b", ("b",), error=error)
+    data = json.loads(json.dumps(event.to_dict()))
+    assert data["error"]["cause"] == "Oops"
+    assert AgentEvent.from_dict(data).error == error
+    assert "cause" not in AgentEvent("b", ("b",), error=ErrorInfo("X", "m")).to_dict()["error"]
+    data["error"]["cause"] = 3
+    with pytest.raises(ValueError, match="cause must be a string"):
+        AgentEvent.from_dict(data)

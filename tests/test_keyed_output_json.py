@@ -60,8 +60,9 @@ async def test_a_local_outputs_dict_is_the_dict_a_flink_job_emits_for_it() -> No
     assert done.to_dict()["output"] == {"value": 1.5, "Label": "n3"}
     assert done.to_dict()["error"] is None and done.to_dict()["interrupt"] is None
     assert failed.to_dict()["error"] == {
-        "type": failed.error.type if failed.error else None,
+        "type": "ActionError",
         "message": failed.error.message if failed.error else None,
+        "cause": "ValueError",  # what the action raised
     }
     assert "no score for this one" in failed.to_dict()["error"]["message"]
     asked = paused.to_dict()

@@ -66,7 +66,13 @@ __all__ = [
 
 
 class ActionError(Exception):
-    """An action failed, or the events of an input cannot be processed as sent."""
+    """An action failed, or the events of an input cannot be processed as sent.
+
+    One raised from what an action raised (``__cause__``) names its type in its error's
+    ``cause`` (``ErrorInfo.of``): a failed record's ``KeyedOutput.error`` says ``ActionError``
+    and what went wrong, ``ValueError``."""
+
+    _names_cause = True
 
 
 def check_chat_request(action: str, agent: str, verb: str, request: ChatRequestEvent) -> None:

@@ -110,8 +110,8 @@ class KeyedOutput:
     def to_dict(self) -> dict[str, Any]:
         """This output as the JSON data a Flink job emits for it (``FlinkExecutionEnvironment``'s
         outputs are this dict's JSON text): ``key``, ``output`` (custom data as JSON, a model by
-        alias, a message's text), ``error`` (``{"type", "message"}`` or None), ``interrupt`` (the
-        ``InterruptInfo``'s JSON or None), ``checkpoint_id``, ``run_id``, ``resumed``, ``usage``
+        alias, a message's text), ``error`` (``{"type", "message"}``, and ``"cause"`` when it
+        has one, or None), ``interrupt`` (the ``InterruptInfo``'s JSON or None), ``checkpoint_id``, ``run_id``, ``resumed``, ``usage``
         (``Usage``'s fields, or None; a consumer reading a dict of an older pyadk without it
         reads it as None); so a
         consumer reads a local run's outputs and a Flink job's alike (and a paused one, with
@@ -445,6 +445,15 @@ async def _within(
             _run_timeout.reset(token)
 
 
+def _error_json(error: ErrorInfo) -> dict[str, str]:
+    """A failed output's error as its JSON gives it: ``cause`` only when there is one, so a
+    consumer of an older pyadk's outputs reads what it read."""
+    found = {"type": error.type, "message": error.message}
+    if error.cause is not None:
+        found["cause"] = error.cause
+    return found
+
+
 def _overran(index: int, key: Hashable, seconds: float) -> None:
     """A record that ended past its deadline without the timeout firing: its code held the event
     loop (a sync action's blocking call), so the timer could not run. It cannot be cut off then,
@@ -661,9 +670,7 @@ def _as_json(output: KeyedOutput, failed: bool = False, what: str | None = None)
     data = {
         "key": output.key,
         "output": kept,
-        "error": {"type": output.error.type, "message": output.error.message}
-        if output.error is not None
-        else None,
+        "error": _error_json(output.error) if output.error is not None else None,
         "interrupt": interrupt,
         "checkpoint_id": output.checkpoint_id,
         "run_id": output.run_id,
