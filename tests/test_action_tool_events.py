@@ -7,6 +7,7 @@ action dropped them, in a streaming run too.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ from adk.actions import (
     action,
 )
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint
+from adk.checkpoint.codec import decode_checkpoint, from_json_value
 from adk.execution import LocalExecutionEnvironment
 from adk.messages import Message, ToolCall
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -410,3 +411,90 @@ async def test_a_round_paused_by_a_call_saves_the_others_values_a_checkpoint_can
     await _paused_warning_of_opaque(runner, "json opaque ask", caplog)
     resumed = await runner.invoke_resume("c1", True)
     assert resumed.output == [{"answer": 42, "ratio": 0.5}, None, None]
+
+
+class _Site(BaseModel):
+    """A function tool's result, not registered: a checkpoint keeps it as its fields."""
+
+    site: str
+    limit: float = 70.0
+
+
+@tool
+def lookup() -> _Site:
+    """Look the device up."""
+    return _Site(site="north")
+
+
+class _Since(_Structured):
+    """When the device last reported: a value with a datetime, which pydantic writes as text."""
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        at = datetime.datetime(2026, 1, 2, 3, 4, 5)
+        return ToolResult(content=at.isoformat(), structured={"at": at})
+
+
+async def test_a_model_a_paused_round_saves_comes_back_as_its_fields_as_a_react_agents_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A function tool's unregistered pydantic result, saved with a round that paused, came
+    back as None (with a warning that it was lost), where a ReActAgent's paused round keeps it
+    as its fields: an action read None for the same call the chat read as data. It is its
+    fields now (all of them: the default too), and a datetime its text, as pydantic writes them;
+    only an object of its own is still None, with its warning."""
+    resources = _structured_tools("opaque")
+    resources.add_tool(lookup)
+    resources.add_tool(_Since("since"))  # type: ignore[arg-type]
+    resources.add_tool(_Asking("ask"))  # type: ignore[arg-type]
+    runner = Runner(_Asker("asker", resources=resources), InMemoryCheckpointStore())
+    first = await runner.invoke("lookup since opaque ask", checkpoint_id="c1")
+    assert first.interrupt is not None
+    resumed = await runner.invoke_resume("c1", True)
+    assert resumed.output == [
+        {"site": "north", "limit": 70.0},
+        {"at": "2026-01-02T03:04:05"},
+        None,
+        None,
+    ]
+    assert "tool 'lookup'" not in caplog.text and "tool 'since'" not in caplog.text
+
+
+async def test_a_react_agents_saved_tool_result_keeps_its_models_fields_at_their_defaults() -> None:
+    """A ReActAgent's round paused beside a finished call whose structured value is an
+    unregistered model: the checkpoint kept it as its fields, but not those at their defaults
+    (pydantic's exclude_defaults, meant for the message's own fields, reached into it), so the
+    resumed history's tool message read ``{"site": "north"}``, its ``limit`` gone."""
+
+    @tool(require_approval=True)
+    def fix() -> str:
+        """Fix the device (a person approves it)."""
+        return "fixed"
+
+    def model(messages: list[Message]) -> Reply | str:
+        if messages[-1].role == "tool":
+            return "done"
+        return Reply(tool_calls=[tool_call("lookup", {}), tool_call("fix", {})])
+
+    store = InMemoryCheckpointStore()
+    runner = Runner(ReActAgent("r", ScriptedModel(model), tools=[lookup, fix]), store)
+    paused = await runner.invoke("go", checkpoint_id="c1")
+    assert paused.interrupt is not None
+    body = decode_checkpoint((await store.get("c1")) or b"", "c1")
+    saved = from_json_value(body["history"])
+    found = [
+        message.metadata["structured"]
+        for message in _messages_in(saved)
+        if message.name == "lookup" and message.role == "tool"
+    ]
+    assert found == [{"site": "north", "limit": 70.0}]
+
+
+def _messages_in(value: Any) -> list[Message]:
+    """The messages anywhere in ``value`` (a checkpoint's history, read back)."""
+    if isinstance(value, Message):
+        return [value]
+    if isinstance(value, dict):
+        return [m for v in value.values() for m in _messages_in(v)]
+    if isinstance(value, list | tuple):
+        return [m for v in value for m in _messages_in(v)]
+    return []

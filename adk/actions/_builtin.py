@@ -20,6 +20,8 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
 from .. import _tool_turns
 from .._aio import finish
 from .._turns_left import count_ahead, spent_text, spent_turns, turns_limit
@@ -733,8 +735,10 @@ as malformed."""
 def _carried(value: Any, tool: str, depth: int = 0) -> Any:
     """``value``, a tool's ``ToolResult.structured``, if a checkpoint can hold it (JSON values,
     registered pydantic models) ``depth`` levels inside what a resume reads (``_IN_STATE`` in a
-    round's saved state), as it must for the response to be saved at a pause; else None,
-    with a warning the first time for the tool: the model reads the text all the same, and a
+    round's saved state), as it must for the response to be saved at a pause; else its
+    pydantic JSON form if a checkpoint can hold that (an unregistered model as its fields, as a
+    ``ReActAgent``'s tool message is saved); else None, with a warning the first time for the
+    tool: the model reads the text all the same, and a
     pause was refused for a value no action asked for (``ToolResult.structured`` is anything).
     Asked only when a pause saves the value (the round's answers so far, ``_Round.answer``, or a
     response an action paused on, ``saved_structured``): a round that does not pause carries
@@ -742,12 +746,23 @@ def _carried(value: Any, tool: str, depth: int = 0) -> Any:
     try:
         _json_value_at(value, "structured", depth)
     except CheckpointError as exc:
+        # As a ReActAgent's tool message keeps it (its ``metadata``, dumped by pydantic): an
+        # unregistered model as its fields, a datetime as its text. Only an object pydantic
+        # cannot write either (one of your own) is lost.
+        try:
+            plain = to_jsonable_python(value)
+            _json_value_at(plain, "structured", depth)
+        except (CheckpointError, PydanticSerializationError, ValueError, TypeError, RecursionError):
+            pass
+        else:
+            return plain
         if tool not in _warned_unsaved:
             _warned_unsaved.add(tool)
             logging.getLogger("adk.actions").warning(
                 "tool %r returned a ToolResult.structured that a checkpoint cannot hold (%s): "
-                "its ToolResponseEvent carries None for it, and its text alone; return JSON "
-                "values or a model registered with adk.register_type",
+                "it is saved as None, so the ToolResponseEvent of a resume that reads it from "
+                "the checkpoint carries None for it, and its text alone; return JSON values or "
+                "a model registered with adk.register_type",
                 tool,
                 exc,
             )

@@ -667,9 +667,10 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int, locate: bool = True)
         data["parts"] = _stored_parts(value.parts)
     # Only its places typed ``Any`` are looked into (a ``Message``'s ``metadata``): a history
     # holds one per message, most with nothing there but text.
-    if places and _holds_registered([getattr(value, name) for name in places], None):
+    if places and _holds_model([getattr(value, name) for name in places]):
         # Those places dumped whole: ``exclude_defaults`` reaches into the models they hold,
-        # whose dumps the walk compares with their own.
+        # whose dumps the walk compares with their own, and an unregistered one, kept as its
+        # fields (a tool's structured result), would come back without those at their defaults.
         whole = _json_dump(value, include=set(places), round_trip=True)
         data.update((name, whole[name]) for name in places if name in data)
         found: list[bool] = []
@@ -846,6 +847,30 @@ def _schema_classes(cls: type[BaseModel]) -> tuple[type, ...]:
         known = (cls, *(c for c in named if c is not cls))
         setattr(cls, _SCHEMA_CLASSES, known)
     return known
+
+
+def _holds_model(values: Iterable[Any]) -> bool:
+    """Whether a pydantic model is among ``values`` or inside them (through dicts, lists and
+    tuples), registered or not: a message's ``metadata`` whose dump must not leave out the
+    fields at their defaults (``_own_json``). Nothing is built: most messages' metadata holds
+    no model, or nothing at all."""
+    pending = list(values)
+    while pending:
+        item = pending.pop()
+        cls = type(item)
+        if cls is dict:
+            pending.extend(item.values())
+        elif cls is list or cls is tuple:
+            pending.extend(item)
+        elif cls is str or cls is int or cls is float or cls is bool or item is None:
+            continue
+        elif isinstance(item, BaseModel):
+            return True
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+    return False
 
 
 def _holds_registered(values: Iterable[Any], expected: tuple[type, ...] | None) -> bool:
