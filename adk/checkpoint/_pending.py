@@ -78,8 +78,8 @@ class PendingCheckpoint:
     ``error``: the ``CheckpointError`` that kept the checkpoint from being read (damaged, from a
     newer pyadk, naming a type not registered in this process: its ``reason``, ``"corrupt"``,
     ``"other_version"`` or ``"incompatible"``, says which); the other fields are then empty
-    (``agent``, ``run_id``, ``saved_at``, ``key`` and ``index`` ``None``, ``points`` ``[]``).
-    Resuming it fails the same way.
+    (``agent``, ``run_id``, ``saved_at``, ``key`` and ``index`` ``None``, ``keyed`` False,
+    ``points`` ``[]``). Resuming it fails the same way.
 
     A plain slotted class rather than a dataclass, whose creation would cost more when this
     module loads (at a process's first listing, not with ``import adk``: see the package's

@@ -6,9 +6,10 @@ The bytes are one header line (format, version, SHA-256 of the body) and the JSO
 truncated or edited checkpoint is reported as such instead of resuming from wrong state.
 
 The header of a paused run's checkpoint also carries its summary (``_SUMMARY``: the agent, run id,
-save time, pending points, whether it finished, a keyed record's key) as JSON text with a SHA-256 of its own, and the
-body's length: a listing of paused runs (``list_pending``) reads that first line only, so it does
-not pay for every history. Readers that predate it ignore the extra header keys.
+save time, pending points, whether it finished, a keyed record's key and index) as JSON text with
+a SHA-256 of its own, and the body's length: a listing of paused runs (``list_pending``) reads
+that first line only, so it does not pay for every history. Readers that predate it ignore the
+extra header keys (and the summary's keys they do not read).
 
 ``json`` and ``hashlib`` are imported by ``encode_checkpoint``/``decode_checkpoint`` when a run first
 pauses or resumes, not at module level: this module loads with ``import adk`` (for
