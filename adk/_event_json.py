@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from .checkpoint.codec import (
     MAX_DEPTH,
     STRUCTURED,
+    _holds_model,
     _json_dump,
     _named_type,
     _namesake_hint,
@@ -140,6 +141,11 @@ _WHERE = "an event's JSON"  # what ``dropped_structured`` says cannot hold a too
 def _message_data(message: Message, where: str, locate: bool = True) -> dict[str, Any]:
     try:
         dumped = _json_dump(message, exclude_none=True)  # NaN in metadata kept, then refused
+        if message.metadata and _holds_model([message.metadata]):
+            # ``exclude_none`` reached into the models there (a tool's structured result) and
+            # left out their None fields, which a reader of the event then missed: the metadata
+            # dumped whole (only when it holds a model: most messages' holds none).
+            dumped["metadata"] = _json_dump(message, include={"metadata"})["metadata"]
     except (ValueError, TypeError, UnicodeDecodeError) as exc:
         # Metadata holding what pydantic cannot write: an object of its own, bytes that are not
         # UTF-8, a frozenset key, a dict holding itself (a bare ValueError). Its words name no

@@ -725,3 +725,29 @@ def test_from_dict_rebuilds_a_registered_info_type() -> None:
     assert back.interrupted.points[1].info == Invoice(number="7", cents=3)
     assert back.interrupted.point_ids == _POINTS.point_ids
     assert back.error is None and ErrorInfo("a", "b") == ErrorInfo("a", "b")
+
+
+class _Reading(BaseModel):
+    """A tool's structured result, not registered: an event's JSON writes it as its fields."""
+
+    site: str
+    note: str | None = None
+
+
+def test_a_structured_models_none_fields_are_in_the_events_json() -> None:
+    """A tool message's structured model lost its fields that were None in the event's JSON
+    (the message's ``exclude_none`` reached into it): a service's client reading
+    ``structured["note"]`` met a KeyError where the tool said None. Plain metadata's Nones
+    stay as they were, and so do the message's own fields left out when None."""
+    message = Message(role="tool", content="ok", tool_call_id="c1", name="lookup")
+    message.metadata.update(structured=_Reading(site="north"), extra={"a": None})
+    data = AgentEvent.of(message).to_dict()
+    written = data["output"]["message"]
+    assert written["metadata"] == {
+        "structured": {"site": "north", "note": None},
+        "extra": {"a": None},
+    }
+    assert "reasoning" not in written and "usage" not in written  # the message's own Nones
+    back = AgentEvent.from_dict(json.loads(json.dumps(data)))
+    assert back.output is not None and back.output.message is not None
+    assert back.output.message.metadata["structured"] == {"site": "north", "note": None}
