@@ -28,7 +28,12 @@ from test_execution_max_turns import calls_for, runaway_agent
 
 from adk import AgentEvent, AgentInput, BaseAgent, Interrupt, RunContext, Runner
 from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
-from adk.checkpoint import CheckpointStore, InMemoryCheckpointStore, RedisCheckpointStore
+from adk.checkpoint import (
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    RedisCheckpointStore,
+    list_pending,
+)
 from adk.checkpoint.codec import decode_checkpoint
 from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment, RecordError, _flink
 from adk.execution._flink import FlinkKeyedInput, _AgentFunction, _KeyedStateFunction
@@ -585,3 +590,33 @@ def test_a_fan_in_paused_in_a_job_resumes_with_its_events_and_mixes_with_no_othe
     assert [o["output"] for o in after] == [[5, 5, 5]]
     assert [o["output"] for o in other] == [[7, 7, 7]]
     assert [o["output"] for o in resumed] == [[500, 500, 500]]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_jobs_keyed_pause_is_listed_with_its_key_and_the_operators_index(durable: bool) -> None:
+    """An approvals page over the job's checkpoint store lists the pause with its key (as the
+    job's resumes name it) and the operator's count of the record, as locally; the pause its
+    resume makes again keeps that index, not the resume's count."""
+    job = _Job(durable, json_keys=True, agent=ActionAgent("twice", actions=[_asks_twice]))
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        await job.record("bob", 1)
+        [paused] = await job.record("ann", 5)
+        first = await list_pending(job.store)
+        await job.resume(json.dumps({**paused, "resume": "amount ok"}))
+        return first, await list_pending(job.store)
+
+    first, again = job.drive(run())
+    listed = sorted((e.key, e.index, e.keyed) for e in first)
+    assert listed == [("ann", 1, True), ("bob", 0, True)]
+    assert sorted((e.key, e.index) for e in again) == [("ann", 1), ("bob", 0)]
+
+
+@action(InputEvent)
+def _asks_twice(event: InputEvent, ctx: ActionContext) -> None:
+    """Asks for the amount, then for the payee, then books it."""
+    if ctx.resume is None:
+        raise Interrupt("amount?")
+    if ctx.resume.data == "amount ok":
+        raise Interrupt("payee?")
+    ctx.send_event(OutputEvent(output=event.input["amount"]))
