@@ -19,9 +19,18 @@ import pytest
 from checkpoint_rewrite import rewrite_checkpoint
 from flink_job import book
 
-from adk import AgentEvent, AgentInput, BaseAgent, Interrupt, RunContext, Runner, cli
+from adk import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    CheckpointError,
+    Interrupt,
+    RunContext,
+    Runner,
+    cli,
+)
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
-from adk.checkpoint import SQLiteCheckpointStore, list_pending
+from adk.checkpoint import PendingCheckpoint, SQLiteCheckpointStore, list_pending
 from adk.checkpoint import codec as checkpoint_codec
 from adk.checkpoint.codec import decode_checkpoint
 from adk.execution import KeyedOutput, LocalExecutionEnvironment, RecordError
@@ -340,3 +349,28 @@ def test_pyadk_checkpoint_list_and_show_print_a_keyed_pauses_key_and_index(
     assert cli.main(["checkpoint", "show", paused.checkpoint_id, "--sqlite", path]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["key"], shown["index"]) == ("ann", 2)
+
+
+async def test_outputs_resume_takes_a_listed_pause(tmp_path: Path) -> None:
+    """An approvals page that found the pause through the listing resumes it with the entry, as
+    it would with the paused output (which another process read): on its key's memory. An entry
+    that names no key, or that could not be read, or anything else, is a ValueError saying
+    what resume takes; nothing runs."""
+    paused, sessions = await _paused(tmp_path)
+    applied = _env(tmp_path).from_list([], key="user").apply(LEDGER, sessions=sessions)
+    assert await applied.to_list() == []
+    store = SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+    await Runner(_Desk("desk"), store).invoke("case 9", checkpoint_id="plain")
+    entries = {entry.checkpoint_id: entry for entry in await list_pending(store)}
+    await store.aclose()
+    with pytest.raises(ValueError, match=r"'plain' names no record key .* KeyedOutput\(key="):
+        await applied.resume(entries["plain"], "ok")
+    with pytest.raises(ValueError, match=r"or its entry in list_pending, got \{'key': 'ann'\}"):
+        await applied.resume({"key": "ann"}, "approved")  # type: ignore[arg-type]
+    unreadable = PendingCheckpoint("gone", error=CheckpointError("checkpoint 'gone' is damaged"))
+    with pytest.raises(ValueError, match="its listing could not read it"):
+        await applied.resume(unreadable, "approved")
+    assert sessions["ann"]["memory:ledger"]["balance"] == 5  # nothing ran
+    [resumed] = await applied.resume(entries[paused.checkpoint_id], "approved")  # type: ignore[index]
+    assert (resumed.key, resumed.index, resumed.output) == ("ann", 2, 505)
+    assert resumed.run_id == paused.run_id and resumed.resumed

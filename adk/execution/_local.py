@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
     from typing_extensions import TypeVar
 
+    from ..checkpoint._pending import PendingCheckpoint
+
     # The ``sessions`` an application holds: the one given, or the dict it made for none. The
     # default (PEP 696) keeps a bare ``KeyedOutputs`` annotation valid under ``mypy --strict``,
     # and covariance keeps any application's outputs one (``sessions`` is read, not replaced).
@@ -324,9 +326,12 @@ class KeyedOutputs(Generic[_S]):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def resume(self, paused: KeyedOutput, data: Any = None) -> list[KeyedOutput]:
-        """Resume the record that paused with ``paused`` (its output with a ``checkpoint_id``);
-        ``data`` as for ``Runner.resume``. Its outputs are returned, not added to the stream.
+    async def resume(
+        self, paused: KeyedOutput | PendingCheckpoint, data: Any = None
+    ) -> list[KeyedOutput]:
+        """Resume the record that paused with ``paused`` (its output with a ``checkpoint_id``,
+        or its entry in the store's listing, ``list_pending``, which names its key); ``data``
+        as for ``Runner.resume``. Its outputs are returned, not added to the stream.
 
         It runs as a record of its key: after the record of its key running now, if any, and
         before the ones that arrive meanwhile (counted among the ``max_concurrency`` keys
@@ -337,7 +342,9 @@ class KeyedOutputs(Generic[_S]):
         Records without a key, or whose key has no session kept, resume on the session saved
         at the pause.
         """
-        if not isinstance(paused, KeyedOutput) or paused.checkpoint_id is None:
+        if not isinstance(paused, KeyedOutput):
+            paused = self._from_listing(paused)
+        if paused.checkpoint_id is None:
             raise ValueError(
                 "resume takes a paused record's output (a KeyedOutput with a checkpoint_id), "
                 f"got {paused!r}"
@@ -350,6 +357,34 @@ class KeyedOutputs(Generic[_S]):
             finally:
                 turn.end()
         return self._checked(await self._resumed(paused, data))
+
+    def _from_listing(self, entry: object) -> KeyedOutput:
+        """The paused output a listing's entry stands for (its key, index, checkpoint and run
+        ids), or a ``ValueError`` saying why it cannot be one. Its index is -1 where the pause
+        saved none (a pause of a pyadk from before the listing named records)."""
+        from ..checkpoint._pending import PendingCheckpoint  # loaded by a listing already
+
+        if not isinstance(entry, PendingCheckpoint):
+            raise ValueError(
+                "resume takes a paused record's output (a KeyedOutput with a checkpoint_id) or "
+                f"its entry in list_pending, got {entry!r}"
+            )
+        if entry.error is not None:
+            raise ValueError(
+                f"checkpoint {entry.checkpoint_id!r} cannot be resumed: its listing could not "
+                f"read it ({entry.error})"
+            )
+        if not entry.keyed and self._key is not None:
+            raise ValueError(
+                f"checkpoint {entry.checkpoint_id!r} names no record key (a pause of a run that "
+                "is no keyed record's, or of a pyadk from before pauses were listed with their "
+                "key): give resume the paused output, or one made of its key, "
+                "KeyedOutput(key=..., index=..., record=None, checkpoint_id=..., run_id=...)"
+            )
+        index = entry.index if entry.index is not None else -1
+        return KeyedOutput(
+            entry.key, index, None, checkpoint_id=entry.checkpoint_id, run_id=entry.run_id
+        )
 
     async def _resumed(self, paused: KeyedOutput, data: Any) -> list[KeyedOutput]:
         """``_resume``'s outputs, or its failure when the runner or the key's session store
