@@ -2359,6 +2359,24 @@ async def test_a_stream_refused_before_its_first_chunk_is_not_retried(
 
 
 @pytest.mark.parametrize("api", APIS)
+async def test_a_stream_error_whose_code_is_a_huge_number_is_a_model_error(
+    server: OpenAIServer, api: str
+) -> None:
+    # A code of digits too long for int() (Python refuses past 4,300 digits) is no status: the
+    # error event failed the call with int()'s ValueError, from inside the retry decision,
+    # instead of the ModelError quoting the server's message.
+    server.script(
+        Reply(text="never seen", error="no can do", error_after=0, error_code="5" * 5000),
+        Reply(text="unused"),
+    )
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match="no can do") as failed:
+            await collect(model.stream([Message.user("hi")]))
+    assert failed.value.status is None
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_a_stream_failing_transiently_every_time_names_its_status_and_attempts(
     server: OpenAIServer, api: str
 ) -> None:

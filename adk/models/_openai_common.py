@@ -158,7 +158,9 @@ def in_band_status(error: object) -> int | None:
         named = _NAMED_STATUS.get(code.strip().lower())
         if named is not None:
             return named
-        code = int(code) if code.isascii() and code.strip().isdigit() else None
+        digits = code.strip()
+        # a status has three digits: int() of thousands of them raises (Python's 4,300 limit)
+        code = int(digits) if len(digits) <= 6 and digits.isascii() and digits.isdigit() else None
     if isinstance(code, bool) or not isinstance(code, int):
         return None
     return code if 400 <= code <= 599 else None
