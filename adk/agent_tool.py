@@ -183,8 +183,21 @@ class AgentTool:
                         raise _own_words(
                             ToolError(f"{failed}: {event.error}"), f"{failed}: {event.error.type}"
                         )
-                    self._forward(ctx, event)  # before collecting, so a stream reads live outside
+                    # Shown before collecting, so that a stream reads live outside.
                     output = event.output
+                    if (
+                        self._forward(ctx, event)
+                        and output is not None
+                        and output.stream is not None
+                        and not output.stream.done
+                    ):
+                        # A stream still arriving: read from its model only as the reader outside
+                        # reads it until the reader took its event (asked for the next one), as
+                        # a stream of the run's own agents is, not at the model's pace into
+                        # memory. Only such an event waits: a message is whole already.
+                        passed = getattr(ctx._emit, "passed", None)  # a way of one's own: none
+                        if passed is not None:
+                            await passed()
                     # A further-nested AgentTool's shown event is no message of this agent's.
                     if output is not None and not event._flags & _FORWARDED:
                         if output.stream is not None:
@@ -293,12 +306,13 @@ class AgentTool:
             walk = adk._preflight.Preflight(plan, None)
             walk.within(lambda: self._adk_preflight_call(ctx, walk))
 
-    def _forward(self, ctx: ToolContext, event: AgentEvent) -> None:
+    def _forward(self, ctx: ToolContext, event: AgentEvent) -> bool:
         """Show an inner event outside, without its actions: inner exits, transfers and loop
         breaks belong to the nested run and must not act on the caller. Flagged as such
-        (``_FORWARDED``), without the inner flags, which were the nested run's layers'."""
+        (``_FORWARDED``), without the inner flags, which were the nested run's layers'. Whether
+        it was shown."""
         if not self.emit_inner_events or ctx._emit is None or event.output is None:
-            return
+            return False
         outer_path = (*ctx.run_path, *event.run_path)
         # The copy shares the output: a stream only shown (``shown_only``) stays so outside.
         shown = dataclasses.replace(event, run_path=outer_path, action=None, _flags=_FORWARDED)
@@ -309,3 +323,4 @@ class AgentTool:
         else:
             run.forwarded.append(shown)
         ctx._emit(shown)
+        return True

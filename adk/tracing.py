@@ -929,6 +929,12 @@ class _ProgressOnSpan:
             self._span.add_event(_PROGRESS_EVENT, attributes)
         self._emit(event)
 
+    async def passed(self) -> None:
+        """The way it wraps's ``passed`` (``_executor._Emitter.passed``), when it has one."""
+        passed = getattr(self._emit, "passed", None)
+        if passed is not None:
+            await passed()
+
 
 class _TracedStream:
     """A streamed model call's chunks inside its ``chat`` span.

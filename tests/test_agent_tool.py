@@ -4,11 +4,15 @@ shared session."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import pytest
-from conftest import ScriptAgent, act_break, act_exit, act_transfer, run_events
+from conftest import ScriptAgent, act_break, act_exit, act_transfer, run_events, wire_model
+from openai_server import OpenAIServer
+from openai_server import Reply as Served
 from pydantic import BaseModel
 
 import adk
@@ -509,3 +513,41 @@ async def test_a_structured_answer_after_a_message_with_parts_is_the_json_alone(
         _Verdict(approved=True, reason="r"),
         (),
     )
+
+
+@pytest.mark.parametrize("depth", [1, 2], ids=["nested", "nested_twice"])
+async def test_a_forwarded_stream_is_read_from_the_wire_only_as_the_outer_reader_reads_it(
+    depth: int,
+) -> None:
+    # A slow reader (a service's client on a slow link) took one chunk of the inner agent's
+    # forwarded reply, and the nested run read the rest from the model at the model's pace:
+    # up to the whole reply held in memory, where the run's own streams are read from the model
+    # only as the reader reads them (and to their end once it asks for the next event). Twice
+    # nested, the middle AgentTool passes the wait on: it forwards the event in turn.
+    text = "".join(f"{i:07d} " for i in range(500))  # 500 chunks of 8 characters
+    async with OpenAIServer([Served(text=text)]) as server, wire_model(server) as model:
+        inner = ReActAgent("inner", model, description="Does the inner work")
+        tool = AgentTool(inner, emit_inner_events=True)
+        if depth == 2:
+            calls = [tool_call("inner", {"request": "do it"}, id="c1")]
+            middle_model = ScriptedModel([Reply(tool_calls=calls), "asked"])
+            middle = ReActAgent("middle", middle_model, tools=[tool], description="Asks inner")
+            tool = AgentTool(middle, emit_inner_events=True)
+        outer = _caller(tool)
+        held: list[int] = []
+        async with aclosing(Runner(outer, enable_streaming=True).run("go")) as events:
+            async for event in events:
+                output = event.output
+                if event.agent_name != "inner" or output is None or output.stream is None:
+                    continue
+                stream = output.stream
+                await anext(aiter(stream))  # the reader takes one chunk, then is slow
+                for _ in range(300):  # the loop goes on meanwhile: the wire, the nested run
+                    if len(stream._buffer) > 50:
+                        break
+                    await asyncio.sleep(0)
+                held.append(len(stream._buffer))
+    assert held and max(held) <= 2, f"chunks held for a reader that took one: {held}"
+    # Once the reader asks for the next event, the nested run reads the reply to its end: the
+    # tool's result is the whole of it.
+    assert _tool_reply(outer if depth == 1 else middle).content == text

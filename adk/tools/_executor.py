@@ -63,9 +63,11 @@ class ToolOutcome:
     tool_name: str = ""
 
 
-_Item = AgentEvent | ToolOutcome | BaseException  # an exception: raised where the calls are awaited
-"""What concurrent calls pass to the loop awaiting them: forwarded events, outcomes, or the error
-that fails a resume or the run (a ``BaseException`` that is no ``Exception`` included)."""
+_Item = AgentEvent | ToolOutcome | BaseException | asyncio.Future[None]
+"""What concurrent calls pass to the loop awaiting them: forwarded events, outcomes, the error
+that fails a resume or the run (a ``BaseException`` that is no ``Exception`` included: raised where
+the calls are awaited), or a future the loop sets once its reader asked for what came after the
+events before it (``_Emitter.passed``)."""
 
 _FAILS_RUN = (CheckpointError, MaxTurnsExceeded)
 """A call's errors that fail the calling agent rather than being an error result for its model."""
@@ -307,6 +309,19 @@ class _Emitter:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._handed, event)
 
+    async def passed(self) -> None:
+        """Wait until the round's reader has taken every event this call emitted so far: asked
+        for what comes after them, as a ``ParallelAgent``'s branch waits for each of its events
+        to be taken. An ``AgentTool`` forwarding its nested run's events waits here after each
+        that carries a stream still arriving, so that the nested run goes on (and reads its
+        model's stream past what the reader took) only as the reader does, as the run's own
+        agents do. In the loop only; at once for a call that has ended."""
+        if self.ended:
+            return
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._put(waiter)
+        await waiter
+
     def _handed(self, event: AgentEvent) -> None:
         if self.ended:
             self.late(event)
@@ -492,6 +507,10 @@ async def execute_tool_calls(
                 raise item
             if isinstance(item, ToolOutcome):
                 remaining -= 1
+            elif isinstance(item, asyncio.Future):  # the events before it were taken
+                if not item.done():
+                    item.set_result(None)
+                continue
             yield item
     finally:
         round_.stopping = True  # a call's cancellation from now on is the round's own
