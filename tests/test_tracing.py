@@ -2178,9 +2178,10 @@ async def test_a_model_calls_retries_are_events_of_its_chat_span(
     assert attrs(failed)["error.type"] == "502"
 
 
+@pytest.mark.parametrize("later", [False, True], ids=["policy_given", "policy_set_later"])
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_a_retried_error_event_inside_a_stream_is_typed_by_its_status(
-    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
+    api: str, later: bool, provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     # A stream whose server reports a failure as an event before any text (vLLM's Chat
     # ``{"error": {"code": 500}}``, a Responses ``response.failed``) is retried as a 500 is,
@@ -2190,7 +2191,11 @@ async def test_a_retried_error_event_inside_a_stream_is_typed_by_its_status(
     served = [ServedReply(text="never shown", error_after=1), ServedReply(text="ok")]
     async with OpenAIServer(served) as server:
         retry = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.002)
-        model = wire_model(server, api, name="m", api_key="k", retry=retry)
+        if later:  # a policy set on the model (``with_policy``) reads the status as well
+            model = wire_model(server, api, name="m", api_key="k")
+            model.retry = retry
+        else:
+            model = wire_model(server, api, name="m", api_key="k", retry=retry)
         runner = Runner(ReActAgent("a", model), tracer_provider=provider, enable_streaming=True)
         assert (await runner.invoke("hi")).text == "ok"
         await model.aclose()
