@@ -24,7 +24,8 @@ ITSELF = " that holds itself"
 """``Unwritable.how`` of a container met again inside itself: JSON holds no references."""
 DEEP = " nested too deeply"
 """``Unwritable.how`` of a container ``limit`` levels down that pydantic refused as nested too
-deeply, or, with nothing else wrong in a value pydantic refused so, the first one there."""
+deeply, or, with nothing else wrong in a value pydantic refused so, the first one there (else
+a model's field or extra that pydantic refuses alone for its nesting)."""
 BELOW = " holding it further down"
 """``Unwritable.how`` of a container ``limit`` levels down that pydantic cannot write for a
 reason of its pieces (bytes, an object of one's own): named there, the walk going no deeper."""
@@ -162,8 +163,12 @@ class _Walk:
         if failing is not None:
             name, inner, exc, plain = failing
             found = self._in_items(value, ((name, inner),), depth) if plain else None
+            words = str(exc)
+            deep = "depth exceeded" in words  # refused alone for its nesting: too deep, there
+            if found is None and deep and plain and not self.deep:
+                found = self._deeper()._in_items(value, ((name, inner),), depth)
             if found is None:  # written by the model's own rules: the field is named whole
-                found = Unwritable(inner, str(exc), "")
+                found = Unwritable(inner, words, DEEP if deep else "")
                 found.path.append(name)
             return found
         extras = value.__pydantic_extra__
@@ -172,7 +177,26 @@ class _Walk:
             if found is not None:
                 return found
         said = _unwriting(value, self.fallback)
-        return None if said is None else Unwritable(value, said, "")
+        if said is None:
+            return None
+        if "depth exceeded" not in said:
+            return Unwritable(value, said, "")
+        # Refused alone for its nesting (the first walk names no depth): in an extra, or whole.
+        if extras and not self.deep:
+            found = self._deeper()._in_items(value, extras.items(), depth)
+            if found is not None:
+                return found
+        for name, item in (extras or {}).items():
+            alone = _unwriting(item, self.fallback)
+            if alone is not None and "depth exceeded" in alone:
+                found = Unwritable(item, alone, DEEP)
+                found.path.append(name)
+                return found
+        return Unwritable(value, said, DEEP)
+
+    def _deeper(self) -> _Walk:
+        """The second walk (``deep``), for what the first found refused for its nesting alone."""
+        return _Walk(self.fallback, self.limit, deep=True)
 
 
 def _refused_below(value: Any, depth: int, fallback: Callable[[Any], Any] | None) -> bool:

@@ -491,6 +491,10 @@ class _Open(BaseModel, extra="allow"):
     name: str = ""
 
 
+class _Held(BaseModel):
+    raw: Any
+
+
 def _nested(levels: int, inside: Any = None) -> Any:
     value = inside
     for _ in range(levels):
@@ -517,8 +521,28 @@ def _nested(levels: int, inside: Any = None) -> Any:
             {"fine": _nested(205), "m": _nested(300)},
             f"session.r.metadata.m: nested deeper than {MAX_DEPTH} levels",
         ),
+        # A model's field nested past it: too deep, there (was "session.r.metadata.m.name: list
+        # cannot be stored in a checkpoint (Circular reference detected (depth exceeded)); use
+        # JSON values or ...", blaming a list of JSON values for a reference it does not hold).
+        (
+            {"m": _Held(raw=_nested(300))},
+            f"session.r.metadata.m.raw: nested deeper than {MAX_DEPTH} levels",
+        ),
+        # A model's extra, alike (was "m: _Open cannot be stored ... (Circular reference ...").
+        (
+            {"m": _Open(name="a", raw=_nested(300))},
+            f"session.r.metadata.m.raw: nested deeper than {MAX_DEPTH} levels",
+        ),
     ],
-    ids=["dataclass-field", "model-extra", "surrogate-key", "too-deep", "too-deep-beside"],
+    ids=[
+        "dataclass-field",
+        "model-extra",
+        "surrogate-key",
+        "too-deep",
+        "too-deep-beside",
+        "too-deep-in-a-field",
+        "too-deep-in-an-extra",
+    ],
 )
 def test_what_a_messages_metadata_holds_that_json_cannot_write_is_named_where_it_is(
     metadata: dict[str, Any], where: str

@@ -202,6 +202,14 @@ async def test_an_output_json_cannot_hold_is_an_error_naming_the_record_its_key_
         deep = [deep]
     with pytest.raises(ValueError, match=r"JSON: list nested deeper than 200 levels at output\["):
         KeyedOutput("k", 0, None, output=deep).to_dict()
+    # In a model's field or extra: too deep there (was 'list at output[0].extra
+    # (Circular reference detected (depth exceeded); make it JSON data or a pydantic model)').
+    with pytest.raises(
+        ValueError, match=r"JSON: list nested deeper than 200 levels at output\[0\]\.e"
+    ):
+        KeyedOutput("k", 0, None, output=[_Report(extra={"d": deep})]).to_dict()
+    with pytest.raises(ValueError, match=r"JSON: list nested deeper than 200 levels at output\.d"):
+        KeyedOutput("k", 0, None, output=_Loose(d=deep)).to_dict()
     # Bytes 210 levels down, which JSON nests: the bytes are what it cannot write, not the
     # nesting (was 'list nested deeper than 200 levels ... (flatten it)').
     deep = b"\xff"
