@@ -464,6 +464,30 @@ async def test_a_sampling_or_elicitation_answer_no_transport_can_carry_is_an_err
     assert opened == 1
 
 
+async def test_an_elicitation_answer_holding_nan_is_an_error_answer_not_null(
+    http_servers: dict[bool, HTTPServerProcess], caplog: pytest.LogCaptureFixture
+) -> None:
+    """NaN and infinities are no JSON numbers: an answer holding one was sent with null in its
+    place (the person's value lost, the server reading 'not given' or failing its own check on a
+    null). It is an error answer naming where, as a lone surrogate is; the session goes on."""
+    answers = iter([{"date": "May 2", "nights": float("nan")}, {"date": "May 2"}])
+
+    def elicit(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        return ElicitResult(action="accept", content=next(answers))
+
+    async with MCPToolset(server_for("stdio", http_servers), elicitation=elicit) as toolset:
+        booked = await call(toolset, "book", {"destination": "Oslo"})
+        again = await call(toolset, "book", {"destination": "Oslo"})
+
+    assert booked.is_error
+    assert (
+        "the client's elicitation handler's answer cannot be sent: it holds nan at "
+        "content.nights, not a finite number, which JSON cannot carry"
+    ) in booked.content, booked.content
+    assert "content.nights" in caplog.text
+    assert again.content == "booked Oslo on May 2"
+
+
 @pytest.mark.parametrize("transport", ["stdio", "stdio-legacy"])
 async def test_sampling_options_a_model_cannot_take_are_an_error_the_server_handles(
     transport: str, http_servers: dict[bool, HTTPServerProcess]

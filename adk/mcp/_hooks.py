@@ -62,7 +62,7 @@ from ..models.base import ChatModel, ModelOptions, model_name_of
 from ..tools.base import ToolSpec
 from ._content import blocks_message, result_of
 from ._names import _model_names, _model_parameters
-from ._sendable import LONE_SURROGATE, parse_arguments, printable
+from ._sendable import LONE_SURROGATE, NOT_FINITE, not_finite_at, parse_arguments, printable
 
 if TYPE_CHECKING:
     from ..tools.base import ToolContext
@@ -200,8 +200,10 @@ def _sendable(source: str, answer: Any) -> Any:
     """``answer`` to a server's request, or an error answer when it cannot be sent: text holding
     a lone surrogate (``"\\ud800"``, which a model may write, escaped, in its JSON) cannot be
     encoded as UTF-8, and the transport's writer failing on it ended the session, every call in
-    flight on it cut, the asking one reading a lost connection. Checked by serializing it as the
-    transport will (once more per answer: a model call's cost dwarfs it)."""
+    flight on it cut, the asking one reading a lost connection. NaN or an infinity (an
+    elicitation's number, a sampled call's input) is one too: written as null, the value was
+    lost without a word. Checked by serializing it as the transport will, and walking its python
+    dump for floats (once more per answer: a model call's cost, or a person's time, dwarfs it)."""
     dump = getattr(answer, "model_dump_json", None)
     if dump is None:
         return answer
@@ -210,13 +212,15 @@ def _sendable(source: str, answer: Any) -> Any:
     except ValueError as exc:  # PydanticSerializationError: UTF-8 cannot encode it, or JSON hold it
         words = str(exc)  # else an object of the handler's own, say: it failed the writer too
         why = f"it holds {LONE_SURROGATE}" if "surrogate" in words else printable(words)
-        logger.warning(
-            "MCP request answered with an error: the client's %s's answer: %s", source, why
-        )
-        return ErrorData(
-            code=INTERNAL_ERROR, message=f"the client's {source}'s answer cannot be sent: {why}"
-        )
-    return answer
+    else:  # NaN and infinities are written as null: the person's or model's value lost
+        found = not_finite_at(answer.model_dump(by_alias=True, exclude_unset=True))
+        if found is None:
+            return answer
+        why = f"it holds {found[0]!r} at {found[1]}, {NOT_FINITE}"
+    logger.warning("MCP request answered with an error: the client's %s's answer: %s", source, why)
+    return ErrorData(
+        code=INTERNAL_ERROR, message=f"the client's {source}'s answer cannot be sent: {why}"
+    )
 
 
 def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT | None:

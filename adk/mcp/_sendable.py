@@ -18,6 +18,9 @@ import pydantic_core
 LONE_SURROGATE = "a lone surrogate, which is not Unicode text"
 """How an error says what a lone surrogate is."""
 
+NOT_FINITE = "not a finite number, which JSON cannot carry"
+"""How an error says what NaN or an infinity is."""
+
 
 def lone_surrogate(text: str) -> str | None:
     """The first run of lone surrogates in ``text``, or None when it has a UTF-8 form."""
@@ -42,8 +45,27 @@ def check_sendable(text: str, what: str) -> None:
         raise ValueError(f"{what} holds {bad!r}, {LONE_SURROGATE}")
 
 
+def not_finite_at(value: Any, path: str = "") -> tuple[float, str] | None:
+    """The first NaN or infinity in ``value`` (dicts, lists and tuples, as a model's python
+    dump holds them) and the path to it, or None: pydantic writes one as null, the value lost
+    without a word. Only for what is sent once per request (an answer), not per event."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (value, path or "its top")
+    if isinstance(value, dict):
+        items: Any = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
+    else:
+        return None
+    for where, item in items:
+        found = not_finite_at(item, where)
+        if found is not None:
+            return found
+    return None
+
+
 def _not_finite(word: str) -> float:
-    raise ValueError(f"{word} is not a finite number, which JSON cannot carry")
+    raise ValueError(f"{word} is {NOT_FINITE}")
 
 
 def _finite(text: str) -> float:
