@@ -440,6 +440,9 @@ async def test_arguments_no_transport_can_send_are_error_results_and_keep_the_se
         '{"a": 1, "\ud800": 2}': "lone surrogate",
         '{"a": NaN, "b": 2}': "not a finite number",
         '{"a": 1e400, "b": 2}': "not a finite number",
+        # An integer longer than Python reads: said so, not in Python's words for a programmer
+        # ('use sys.set_int_max_str_digits() to increase the limit').
+        '{"a": 1' + "0" * 5000 + ', "b": 2}': "arguments hold an integer of 5001 digits",
         "[" * 100_000 + "]" * 100_000: "nested too deeply",
         # Within json.loads' limit, past the transport's writer's (pydantic's, 255 levels): it
         # read 'tool ... failed: ValueError: Circular reference detected (depth exceeded)'.

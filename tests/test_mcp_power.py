@@ -763,8 +763,19 @@ async def test_a_sampled_call_with_arguments_that_are_no_object_is_an_error_answ
         ('{"city": "Rome", "days": NaN}', "NaN is not a finite number, which JSON cannot carry"),
         ('{"city": "Rome", "days": 1e400}', "1e400 is not a finite number"),
         ('{"city": "Rome\\ud800"}', "arguments hold '\\ud800', a lone surrogate"),
+        # JSON objects json.loads cannot read: called 'not a JSON object' (the reply read again
+        # with a bare json.loads), and the integer in Python's words ('use
+        # sys.set_int_max_str_digits() to increase the limit').
+        (
+            '{"city": "Rome", "days": 1' + "0" * 5000 + "}",
+            "arguments hold an integer of 5001 digits",
+        ),
+        (
+            '{"city": "Rome", "d": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            "arguments are nested too deeply to be read",
+        ),
     ],
-    ids=["nan", "inf", "surrogate"],
+    ids=["nan", "inf", "surrogate", "long-int", "too-deep-to-read"],
 )
 async def test_a_sampled_call_whose_arguments_no_transport_carries_is_an_error_answer(
     arguments: str, why: str, http_servers: dict[bool, HTTPServerProcess]

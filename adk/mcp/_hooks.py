@@ -62,7 +62,15 @@ from ..models.base import ChatModel, ModelOptions, model_name_of
 from ..tools.base import ToolSpec
 from ._content import blocks_message, result_of
 from ._names import _model_names, _model_parameters
-from ._sendable import LONE_SURROGATE, NOT_FINITE, not_finite_at, parse_arguments, printable
+from ._sendable import (
+    LONE_SURROGATE,
+    NOT_AN_OBJECT,
+    NOT_FINITE,
+    NOT_JSON,
+    not_finite_at,
+    parse_arguments,
+    printable,
+)
 
 if TYPE_CHECKING:
     from ..tools.base import ToolContext
@@ -419,12 +427,11 @@ class _SampledTools:
         try:  # what no transport carries is refused, as in a call of the server's tool
             arguments = parse_arguments(call.arguments)
         except ValueError as exc:
-            try:
-                read = json.loads(call.arguments)
-            except (ValueError, RecursionError):
-                read = None
-            if isinstance(read, dict):  # NaN, 1e400, a lone surrogate: was sent (null) or failed
-                raise _Malformed(  # the whole reply ("it holds a lone surrogate")
+            # Told by parse_arguments' words: reading the text again with a bare json.loads
+            # called an object it cannot read (a long integer, deep nesting) 'not an object'.
+            if not str(exc).startswith((NOT_JSON, NOT_AN_OBJECT)):
+                # NaN, 1e400, a lone surrogate: was sent (null) or failed the whole reply
+                raise _Malformed(
                     f"it proposed a call of '{call.name}' whose arguments cannot be sent: {exc}"
                 ) from None
             raise _Malformed(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pydantic_core
@@ -85,13 +86,18 @@ def parse_arguments(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text, parse_constant=_not_finite, parse_float=_finite)
     except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
-        ) from None
+        raise ValueError(f"{NOT_JSON} ({exc.msg} at position {exc.pos})") from None
     except RecursionError:
         raise ValueError("arguments are nested too deeply to be read") from None
+    except ValueError as exc:  # NaN, 1e400 (``_not_finite``), or an integer past Python's limit
+        digits = _LONG_INT.search(str(exc))
+        if digits is None:
+            raise
+        raise ValueError(
+            f"arguments hold an integer of {digits[1]} digits, more than can be read"
+        ) from None
     if not isinstance(value, dict):
-        raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+        raise ValueError(f"{NOT_AN_OBJECT}, got {type(value).__name__}")
     # Written as the transport will write them, where that can fail: a surrogate can only be
     # escaped or in the text itself, and nesting past the writer's limit (pydantic's, 255
     # levels, within json.loads' ~1000) needs that many brackets. Failing there, the call read
@@ -107,6 +113,14 @@ def parse_arguments(text: str) -> dict[str, Any]:
             raise ValueError(_unsendable(value, str(exc))) from None
     return value
 
+
+NOT_JSON = "arguments are not valid JSON"
+"""How ``parse_arguments`` begins its error for text that is not JSON."""
+NOT_AN_OBJECT = "arguments must be a JSON object"
+"""How ``parse_arguments`` begins its error for JSON that is not an object."""
+_LONG_INT = re.compile(r"integer string conversion: value has (\d+) digits")
+"""Python's words for an integer longer than ``sys.get_int_max_str_digits()`` (4300), which
+told the model to 'use sys.set_int_max_str_digits() to increase the limit'."""
 
 _DEEP = 200  # brackets in a call's arguments past which their nesting is checked (see above)
 
