@@ -123,22 +123,27 @@ def dump_message(message: Message, where: str) -> dict[str, Any]:
     message's ``structured`` value (a tool's ``ToolResult.structured``) that JSON cannot hold is
     written as None, with a warning (``dropped_structured``): the event is sent with its text,
     as the model read it, not refused for a value beside it."""
-    # A tool's value is walked for where it fails only for the warning (``warns_of``).
-    locate = STRUCTURED not in message.metadata or warns_of(message, _WHERE)
     try:
-        return _message_data(message, where, locate)
+        return _message_data(message, where, None)
     except TypeError as exc:
         if message.metadata.get(STRUCTURED) is not None:
             return _message_data(dropped_structured(message, exc, _WHERE), where)
-        if locate:
+        if _locates(message):
             raise
     return _message_data(message, where)  # fails again, naming where (its value is None)
+
+
+def _locates(message: Message) -> bool:
+    """Whether a failed dump of ``message`` looks for where: a tool's value is walked for it
+    only for the warning (``warns_of``). Asked on a failure only: not per event."""
+    return STRUCTURED not in message.metadata or warns_of(message, _WHERE)
 
 
 _WHERE = "an event's JSON"  # what ``dropped_structured`` says cannot hold a tool's value
 
 
-def _message_data(message: Message, where: str, locate: bool = True) -> dict[str, Any]:
+def _message_data(message: Message, where: str, locate: bool | None = True) -> dict[str, Any]:
+    """``locate``: whether a failure is looked for, None to ask ``_locates`` (on a failure)."""
     try:
         dumped = _json_dump(message, exclude_none=True)  # NaN in metadata kept, then refused
         if message.metadata and _holds_model([message.metadata]):
@@ -150,6 +155,8 @@ def _message_data(message: Message, where: str, locate: bool = True) -> dict[str
         # Metadata holding what pydantic cannot write: an object of its own, bytes that are not
         # UTF-8, a frozenset key, a dict holding itself (a bare ValueError). Its words name no
         # place; the codec's walk finds it (only on this failure) and the error names it.
+        if locate is None:
+            locate = _locates(message)
         found = _unwritable_in(message.metadata, exc, into="written as JSON") if locate else None
         if found is None:
             raise TypeError(f"event {where}: {exc}") from None

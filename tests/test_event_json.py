@@ -563,6 +563,32 @@ def test_a_dropped_structured_value_is_walked_for_its_warning_alone(
         codec.to_json_value({"h": [other]}, "history")
 
 
+def test_a_tool_value_that_writes_is_dumped_without_a_look_at_the_warnings_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whether a dropped value would be warned of (``warns_of``) matters only on a failure: it
+    was asked before every dump of a tool message carrying a value, each of its events and
+    each save of a history holding it (one call more per tool message, where nothing fails)."""
+    from adk import _event_json
+    from adk.checkpoint import codec
+
+    asked: list[str] = []
+
+    def counted(message: Message, where: str) -> bool:
+        asked.append(where)
+        return True
+
+    monkeypatch.setattr(codec, "warns_of", counted)
+    monkeypatch.setattr(_event_json, "warns_of", counted)
+    message = Message(role="tool", content="ok", name="t", metadata={"structured": {"n": [1, 2]}})
+    assert AgentEvent.of(message).to_dict()["output"]["message"]["metadata"] == {
+        "structured": {"n": [1, 2]}
+    }
+    saved = codec.to_json_value({"h": [message]}, "history")
+    assert codec.from_json_value(saved)["h"][0].metadata == {"structured": {"n": [1, 2]}}
+    assert asked == []
+
+
 @pytest.mark.parametrize(
     ("data", "error"),
     [

@@ -636,15 +636,19 @@ def _tool_message_json(value: Message, depth: int) -> dict[str, Any]:
     saved as it is when the checkpoint can hold it, else with None for it
     (``dropped_structured``). Only such a message pays the attempt: at a save, never per call."""
     try:
-        return _own_json(value, Message, depth, warns_of(value, "a checkpoint"))
+        return _own_json(value, Message, depth, None)
     except (PydanticSerializationError, _Unstorable, ValueError, TypeError) as exc:
         return _own_json(dropped_structured(value, exc, "a checkpoint"), Message, depth)
 
 
-def _own_json(value: Any, cls: type[BaseModel], depth: int, locate: bool = True) -> dict[str, Any]:
+def _own_json(
+    value: Any, cls: type[BaseModel], depth: int, locate: bool | None = True
+) -> dict[str, Any]:
     """``_plain`` of a model of ``_OWN``: stored without the fields that equal their defaults,
     tagged with its registered name. ``locate``: what pydantic cannot write is looked for, for
-    the error to name (``_unwritable``); else the error gives pydantic's words."""
+    the error to name (``_unwritable``); else the error gives pydantic's words. None: a tool
+    message's, looked for when its dropped value will be warned of (``warns_of``), asked on a
+    failure only (a save writes every tool message of a history)."""
     way = _OWN_WAYS.get(cls)
     if way is None:
         way = _OWN_WAYS[cls] = (_nan_serializer(cls), _any_fields(cls))
@@ -660,6 +664,8 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int, locate: bool = True)
         # frozenset: TypeError), a dict or list holding itself (a plain ValueError, "Circular
         # reference detected"). The pause failed with pydantic's words alone ("'utf-8' codec
         # can't decode byte 0xff"), naming neither the message nor the value.
+        if locate is None:
+            locate = warns_of(value, "a checkpoint")
         if not locate:
             raise _Unstorable(f"cannot be stored in a checkpoint: {exc}") from None
         raise _unwritable(value, places, exc) from None
