@@ -171,6 +171,10 @@ class _Walk:
                 found = Unwritable(inner, words, DEEP if deep else "")
                 found.path.append(name)
             return found
+        if self.deep:  # every field writes alone: one may be too deep only where it is
+            found = self._in_items(value, _plain_fields(value), depth)
+            if found is not None:
+                return found
         extras = value.__pydantic_extra__
         if extras:
             found = self._in_items(value, extras.items(), depth)
@@ -234,13 +238,10 @@ def failing_field(
     model writes itself (``@model_serializer``): then the model is the place. Only on a failure:
     the walks for where a value is that pydantic could not write (a save, a Flink output)."""
     cls = type(value)
-    decorators = cls.__pydantic_decorators__
-    if decorators.model_serializers:
+    rules = _own_rules(cls)
+    if rules is None:
         return None
-    own: set[str] = set()
-    for decorator in decorators.field_serializers.values():
-        own.update(decorator.info.fields)
-    plain = "*" not in own and not any(key.startswith("ser_json_") for key in cls.model_config)
+    own, plain = rules
     serializer = value.__pydantic_serializer__
     for name in cls.model_fields:
         try:
@@ -251,3 +252,32 @@ def failing_field(
         except (ValueError, TypeError) as exc:  # pydantic's, a cycle's, a dict key's (frozenset)
             return name, getattr(value, name, None), exc, plain and name not in own
     return None
+
+
+def _own_rules(cls: type[BaseModel]) -> tuple[set[str], bool] | None:
+    """The fields ``cls`` writes by serializers of its own, and whether the rest are written by
+    pydantic's plain rules (no ``ser_json_`` config, no ``"*"`` serializer); None when the
+    model writes itself (``@model_serializer``)."""
+    decorators = cls.__pydantic_decorators__
+    if decorators.model_serializers:
+        return None
+    own: set[str] = set()
+    for decorator in decorators.field_serializers.values():
+        own.update(decorator.info.fields)
+    plain = "*" not in own and not any(key.startswith("ser_json_") for key in cls.model_config)
+    return own, plain
+
+
+def _plain_fields(value: BaseModel) -> list[tuple[str | int | None, Any]]:
+    """The fields of ``value`` that pydantic writes by its plain rules, by name, for the second
+    walk to go into (not those excluded, nor those the model writes its own way)."""
+    cls = type(value)
+    rules = _own_rules(cls)
+    if rules is None or not rules[1] or getattr(cls, "__pydantic_root_model__", False):
+        return []
+    own = rules[0]
+    return [
+        (name, getattr(value, name, None))
+        for name, field in cls.model_fields.items()
+        if name not in own and not field.exclude
+    ]

@@ -528,6 +528,13 @@ def _nested(levels: int, inside: Any = None) -> Any:
             {"m": _Held(raw=_nested(300))},
             f"session.r.metadata.m.raw: nested deeper than {MAX_DEPTH} levels",
         ),
+        # Past it only where it is, below a model whose every field writes alone: the second
+        # walk went into no such model ("session.r: cannot be stored in a checkpoint: Circular
+        # reference detected (depth exceeded)", no place).
+        (
+            {"m": _nested(60, _Held(raw=_nested(200)))},
+            f"session.r.metadata.m.raw: nested deeper than {MAX_DEPTH} levels",
+        ),
         # A model's extra, alike (was "m: _Open cannot be stored ... (Circular reference ...").
         (
             {"m": _Open(name="a", raw=_nested(300))},
@@ -541,6 +548,7 @@ def _nested(levels: int, inside: Any = None) -> Any:
         "too-deep",
         "too-deep-beside",
         "too-deep-in-a-field",
+        "too-deep-through-a-model",
         "too-deep-in-an-extra",
     ],
 )
