@@ -11,7 +11,7 @@ modules above share it without importing one another."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from pydantic import BaseModel
@@ -67,11 +67,17 @@ def unwritable_at(
     tuples, sets, pydantic models (each field as the model writes it, its extras too) and
     dataclasses (their fields). A value nested past what pydantic writes (its limit is 255
     levels) with nothing else wrong is found by a second walk, when ``error`` says so: the first
-    container ``limit`` levels down that pydantic refuses for its nesting there."""
+    container ``limit`` levels down that pydantic refuses for its nesting there (told by
+    writing it inside as many lists: a first walk asks for ``_SLACKS[0]`` levels fewer, for
+    pydantic counts a model or a typed field a level apart from a list, and a value as deep as
+    pydantic writes, beside one deeper, was named)."""
     try:
         found = _Walk(fallback, limit, deep=False).at(value, 0)
         if found is None and _says_too_deep(error):
-            found = _Walk(fallback, limit, deep=True).at(value, 0)
+            for slack in _SLACKS:
+                found = _Walk(fallback, limit, deep=True, slack=slack).at(value, 0)
+                if found is not None:
+                    break
     except RecursionError:  # begun where the stack was already deep: the caller says what failed
         return None
     if found is not None:
@@ -89,12 +95,15 @@ class _Walk:
     """One walk of ``unwritable_at``: ``above`` holds the ids of the containers on the way;
     ``deep``: the second walk, for the first container ``limit`` levels down."""
 
-    __slots__ = ("above", "deep", "fallback", "limit")
+    __slots__ = ("above", "deep", "fallback", "limit", "slack")
 
-    def __init__(self, fallback: Callable[[Any], Any] | None, limit: int, deep: bool) -> None:
+    def __init__(
+        self, fallback: Callable[[Any], Any] | None, limit: int, deep: bool, slack: int = 0
+    ) -> None:
         self.fallback = fallback
         self.limit = limit
         self.deep = deep
+        self.slack = slack  # levels fewer than the walk's that ``_refused_below`` puts it in
         self.above: set[int] = set()
 
     def at(self, value: Any, depth: int) -> Unwritable | None:
@@ -134,7 +143,7 @@ class _Walk:
             return None if said is None else Unwritable(value, said, "")
         # ``limit`` levels down: written whole.
         if said is None:
-            if self.deep and _refused_below(value, depth, self.fallback):
+            if self.deep and _refused_below(value, depth - self.slack, self.fallback):
                 return Unwritable(value, "", DEEP)
             return None
         return Unwritable(value, said, DEEP if "depth exceeded" in said else BELOW)
@@ -166,7 +175,7 @@ class _Walk:
             words = str(exc)
             deep = "depth exceeded" in words  # refused alone for its nesting: too deep, there
             if found is None and deep and plain and not self.deep:
-                found = self._deeper()._in_items(value, ((name, inner),), depth)
+                found = self._deeply(value, ((name, inner),), depth)
             if found is None:  # written by the model's own rules: the field is named whole
                 found = Unwritable(inner, words, DEEP if deep else "")
                 found.path.append(name)
@@ -187,7 +196,7 @@ class _Walk:
             return Unwritable(value, said, "")
         # Refused alone for its nesting (the first walk names no depth): in an extra, or whole.
         if extras and not self.deep:
-            found = self._deeper()._in_items(value, extras.items(), depth)
+            found = self._deeply(value, extras.items(), depth)
             if found is not None:
                 return found
         for name, item in (extras or {}).items():
@@ -198,9 +207,21 @@ class _Walk:
                 return found
         return Unwritable(value, said, DEEP)
 
-    def _deeper(self) -> _Walk:
-        """The second walk (``deep``), for what the first found refused for its nesting alone."""
-        return _Walk(self.fallback, self.limit, deep=True)
+    def _deeply(
+        self, value: Any, items: Collection[tuple[str | int | None, Any]], depth: int
+    ) -> Unwritable | None:
+        """``_in_items`` by the second walk (``deep``, each of ``_SLACKS``), for what the first
+        found refused for its nesting alone."""
+        for slack in _SLACKS:
+            walk = _Walk(self.fallback, self.limit, deep=True, slack=slack)
+            found = walk._in_items(value, items, depth)
+            if found is not None:
+                return found
+        return None
+
+
+_SLACKS = (2, 0)
+"""The second walk's ``slack``s, in turn: first sure of what it names, then exact."""
 
 
 def _refused_below(value: Any, depth: int, fallback: Callable[[Any], Any] | None) -> bool:

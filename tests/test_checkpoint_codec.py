@@ -563,6 +563,26 @@ def test_what_a_messages_metadata_holds_that_json_cannot_write_is_named_where_it
     assert str(caught.value).startswith(where), str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "fine",
+    [_nested(254), _nested(60, _Held(raw=_nested(193)))],
+    ids=["list", "through-a-model"],
+)
+def test_a_value_as_deep_as_a_checkpoint_holds_is_not_named_beside_one_too_deep(
+    fine: Any,
+) -> None:
+    """Whether a value 200 levels down is too deep where it is was told by writing it inside as
+    many lists, which pydantic counts a level or two apart from where it is (a message's
+    metadata, a model in it): the deepest value a checkpoint holds was named "nested deeper
+    than 200 levels" beside the one that is."""
+    to_json_value({"r": Message(role="user", content="x", metadata={"fine": fine})}, "session")
+    with pytest.raises(CheckpointError) as caught:
+        metadata = {"fine": fine, "m": _nested(300)}
+        to_json_value({"r": Message(role="user", content="x", metadata=metadata)}, "session")
+    where = f"session.r.metadata.m: nested deeper than {MAX_DEPTH} levels"
+    assert str(caught.value).startswith(where), str(caught.value)
+
+
 def test_a_walk_for_the_place_that_runs_out_of_stack_finds_none_rather_than_raise() -> None:
     """The walk recurses two frames a level (``adk._json_where``), begun on top of a save's own
     recursion: out of stack, it finds nothing (its caller gives pydantic's words) rather than
