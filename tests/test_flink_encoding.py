@@ -433,6 +433,9 @@ def test_what_the_async_operator_fails_with_is_raised_by_the_operator_after_it()
     failure = raised.value
     assert isinstance(direct, RecordError) and (failure.index, failure.key) == (1, "a")
     assert str(failure) == str(direct) and failure.error.type == "ActionError" and failure.run_id
+    # What the action raised (``ErrorInfo.cause``), as the record's error held it where it ran:
+    # an operator groups a raising job's failure by it as it groups emitted outputs.
+    assert failure.error == direct.error and failure.error.cause == "ValueError"
 
     env = _environment(on_error="emit", resources=_no_resources)  # emit: still the job's failure
     broken = _Reported(_AgentFunction(ActionAgent("s", actions=[score]), env, True, None))

@@ -832,7 +832,11 @@ def _failure_text(exc: Exception) -> str:
         failure["record"] = {
             "index": exc.index,
             "key": exc.key,
-            "error": {"type": exc.error.type, "message": exc.error.message},
+            "error": {
+                "type": exc.error.type,
+                "message": exc.error.message,
+                "cause": exc.error.cause,  # what an action raised, as a local RecordError has
+            },
             "run_id": exc.run_id,
             "usage": None if exc.usage is None else exc.usage.model_dump(),
         }
@@ -849,7 +853,8 @@ def _raise_failures(text: str) -> str:
     if record is None:
         raise RuntimeError(f"the agent's operator failed: {failure['type']}: {failure['message']}")
     key = record["key"]
-    error = ErrorInfo(record["error"]["type"], record["error"]["message"])
+    found = record["error"]
+    error = ErrorInfo(found["type"], found["message"], found.get("cause"))
     usage = None if record["usage"] is None else Usage.model_validate(record["usage"])
     raise RecordError(
         record["index"],
