@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import ChatActor, crunch, pay
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
 from adk import (
     AgentEvent,
@@ -487,6 +487,71 @@ async def test_a_react_agents_saved_tool_result_keeps_its_models_fields_at_their
         if message.name == "lookup" and message.role == "tool"
     ]
     assert found == [{"site": "north", "limit": 70.0}]
+
+
+class _Reading(BaseModel):
+    """A result named by aliases (its own config says so for one), with a computed field."""
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    site: str = Field(alias="Site")
+    limit: float = Field(70.0, alias="Limit")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        return self.site.upper()
+
+
+class _Gauge(BaseModel):
+    """An unregistered result whose alias its config does not ask to write by."""
+
+    level: int = Field(alias="Level")
+    reading: _Reading
+
+
+@tool
+def gauge() -> _Gauge:
+    """Read the gauge."""
+    return _Gauge(Level=3, reading=_Reading(Site="north"))
+
+
+async def test_an_unregistered_models_saved_fields_are_named_as_a_react_agents_checkpoint_names_them() -> (
+    None
+):
+    """The action's round saved the model as pydantic_core's to_jsonable_python wrote it, which
+    names every field by its alias and writes computed fields, where a ReActAgent's checkpoint
+    names them as the model dumps them (by alias only where its config says so, no computed
+    field): a resume read ``{"Level": 3, ...}`` from one agent and ``{"level": 3, ...}`` from
+    the other for the same tool's result. Both read the ReActAgent's form now."""
+    resources = _structured_tools("opaque")
+    resources.add_tool(gauge)
+    resources.add_tool(_Asking("ask"))  # type: ignore[arg-type]
+    runner = Runner(_Asker("asker", resources=resources), InMemoryCheckpointStore())
+    assert (await runner.invoke("gauge ask", checkpoint_id="c1")).interrupt is not None
+    [acted, _] = (await runner.invoke_resume("c1", True)).output
+
+    @tool(require_approval=True)
+    def fix() -> str:
+        """Fix the device (a person approves it)."""
+        return "fixed"
+
+    def model(messages: list[Message]) -> Reply | str:
+        if messages[-1].role == "tool":
+            return "done"
+        return Reply(tool_calls=[tool_call("gauge", {}), tool_call("fix", {})])
+
+    store = InMemoryCheckpointStore()
+    react = Runner(ReActAgent("r", ScriptedModel(model), tools=[gauge, fix]), store)
+    assert (await react.invoke("go", checkpoint_id="c1")).interrupt is not None
+    body = decode_checkpoint((await store.get("c1")) or b"", "c1")
+    [reacted] = [
+        message.metadata["structured"]
+        for message in _messages_in(from_json_value(body["history"]))
+        if message.name == "gauge" and message.role == "tool"
+    ]
+    assert reacted == {"level": 3, "reading": {"Site": "north", "Limit": 70.0}}
+    assert acted == reacted
 
 
 def _messages_in(value: Any) -> list[Message]:

@@ -20,7 +20,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError, SchemaSerializer, core_schema
 
 from .. import _tool_turns
 from .._aio import finish
@@ -750,7 +750,7 @@ def _carried(value: Any, tool: str, depth: int = 0) -> Any:
         # unregistered model as its fields, a datetime as its text. Only an object pydantic
         # cannot write either (one of your own) is lost.
         try:
-            plain = to_jsonable_python(value)
+            plain = _as_saved(value)
             _json_value_at(plain, "structured", depth)
         except (CheckpointError, PydanticSerializationError, ValueError, TypeError, RecursionError):
             pass
@@ -768,6 +768,22 @@ def _carried(value: Any, tool: str, depth: int = 0) -> Any:
             )
         return None
     return value
+
+
+_any_serializer: list[SchemaSerializer] = []
+"""The serializer of an ``Any`` value (``_as_saved``), made at the first pause that needs it."""
+
+
+def _as_saved(value: Any) -> Any:
+    """``value`` as a ``ReActAgent``'s checkpoint writes it in a tool message's ``metadata`` (an
+    ``Any`` place, ``codec._own_json``): models as their own dumps (by alias only where their
+    config says so, no computed field: ``round_trip``), NaN kept a float. Not pydantic_core's
+    ``to_jsonable_python``, which names every field by its alias and writes computed fields, so
+    a resume read another dict from an action than from a chat for the same tool's result."""
+    if not _any_serializer:
+        config = core_schema.CoreConfig(ser_json_inf_nan="constants")
+        _any_serializer.append(SchemaSerializer(core_schema.any_schema(), config))
+    return _any_serializer[0].to_python(value, mode="json", round_trip=True)
 
 
 def saved_structured(values: list[Any], responses: list[Message]) -> list[Any] | None:
