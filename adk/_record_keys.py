@@ -100,10 +100,11 @@ def saved(key: Hashable, index: int | None) -> dict[str, Any] | None:
     return found
 
 
-def listed(kept: Any) -> tuple[Any, int | None] | None:
-    """``(key, index)`` as a listing shows a pause's saved key (``saved``'s): a JSON key as its
-    value (an array as a tuple), any other as its ``repr``; the index None when not saved (a
-    pause saved before the index was). None when ``kept`` is no saved key (none, or a form this
+def listed(kept: Any) -> tuple[Any, int | None, str | None] | None:
+    """``(key, index, shown)`` as a listing shows a pause's saved key (``saved``'s): a JSON key
+    as its value (an array as a tuple, ``shown`` None), any other as its ``repr`` (``shown`` its
+    type's name: the repr is no key of the record); the index None when not saved (a pause
+    saved before the index was). None when ``kept`` is no saved key (none, or a form this
     version cannot read)."""
     if not isinstance(kept, dict):
         return None
@@ -111,9 +112,10 @@ def listed(kept: Any) -> tuple[Any, int | None] | None:
     if type(index) is not int:
         index = None
     if "value" in kept:
-        return (tupled(kept["value"]), index)
+        return (tupled(kept["value"]), index, None)
     if isinstance(kept.get("repr"), str):
-        return (kept["repr"], index)
+        kind = kept.get("type")
+        return (kept["repr"], index, kind if isinstance(kind, str) else "?")
     return None
 
 

@@ -374,3 +374,23 @@ async def test_outputs_resume_takes_a_listed_pause(tmp_path: Path) -> None:
     [resumed] = await applied.resume(entries[paused.checkpoint_id], "approved")  # type: ignore[index]
     assert (resumed.key, resumed.index, resumed.output) == ("ann", 2, 505)
     assert resumed.run_id == paused.run_id and resumed.resumed
+
+
+async def test_outputs_resume_of_a_listed_pause_whose_key_is_no_json_value_says_what_to_give(
+    tmp_path: Path,
+) -> None:
+    """A bytes key (a Kafka message's) is listed as its repr, which is no key of any record:
+    ``outputs.resume(entry)`` ran the resume on the key ``"b'ann'"``, whose refusal then told
+    the caller to resume with the paused output itself through ``outputs.resume``, which it
+    had just called. It is a ValueError now, before anything runs, saying what to give."""
+    paused, sessions = await _paused(tmp_path, key=_as_bytes)
+    before = copy.deepcopy(sessions)
+    [entry] = await _listed(tmp_path)
+    assert (entry.keyed, entry.key) == (True, "b'ann'")
+    applied = _env(tmp_path).from_list([], key=_as_bytes).apply(LEDGER, sessions=sessions)
+    assert await applied.to_list() == []
+    with pytest.raises(ValueError, match=r"key b'ann' \(a bytes, which a listing shows as its "):
+        await applied.resume(entry, "approved")
+    assert sessions == before
+    [resumed] = await applied.resume(paused, "approved")  # the pause waits for its own key
+    assert (resumed.key, resumed.output) == (b"ann", 505)

@@ -87,6 +87,7 @@ class PendingCheckpoint:
     """
 
     __slots__ = (
+        "_key_shown",
         "agent",
         "checkpoint_id",
         "error",
@@ -123,6 +124,8 @@ class PendingCheckpoint:
         self.keyed = keyed
         self.key = key
         self.index = index
+        # The type of a key listed as its repr (not a JSON value: ``bytes``), else None.
+        self._key_shown: str | None = None
 
     @property
     def point_ids(self) -> list[str]:
@@ -360,7 +363,7 @@ def _entry(checkpoint_id: str, data: Any, rebuild: bool) -> PendingCheckpoint | 
         saved_at = float(saved)
     # A keyed record's: its key and index (unread, in a form of a later pyadk: not keyed).
     record = listed(body.get("record_key"))
-    return PendingCheckpoint(
+    entry = PendingCheckpoint(
         checkpoint_id,
         agent=agent,
         run_id=run_id if isinstance(run_id, str) else None,
@@ -370,3 +373,6 @@ def _entry(checkpoint_id: str, data: Any, rebuild: bool) -> PendingCheckpoint | 
         key=record[0] if record is not None else None,
         index=record[1] if record is not None else None,
     )
+    if record is not None:
+        entry._key_shown = record[2]
+    return entry

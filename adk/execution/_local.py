@@ -381,6 +381,14 @@ class KeyedOutputs(Generic[_S]):
                 "key): give resume the paused output, or one made of its key, "
                 "KeyedOutput(key=..., index=..., record=None, checkpoint_id=..., run_id=...)"
             )
+        if entry._key_shown is not None:
+            raise ValueError(
+                f"checkpoint {entry.checkpoint_id!r} paused a record of key {entry.key} (a "
+                f"{entry._key_shown}, which a listing shows as its repr, not the key itself, "
+                "which is not a JSON value): give resume the paused output, or one made of the "
+                "key itself, KeyedOutput(key=..., index=..., record=None, checkpoint_id=..., "
+                "run_id=...)"
+            )
         index = entry.index if entry.index is not None else -1
         return KeyedOutput(
             entry.key, index, None, checkpoint_id=entry.checkpoint_id, run_id=entry.run_id
