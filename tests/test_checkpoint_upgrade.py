@@ -51,7 +51,9 @@ pytest_plugins = ["services"]
 
 DATA = Path(__file__).parent / "data" / "checkpoints"
 COMMITS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
-"""The commits whose checkpoints are kept: ``dc2bdf2`` (27 Nov, the day's start), ``26179dc``
+"""The commits whose checkpoints are kept: ``fcb362c`` (28 Nov, before a keyed record's pause
+saved its index in the header's summary and an ActionAgent's paused round kept a tool's
+unregistered model as its fields), ``dc2bdf2`` (27 Nov, the day's start), ``26179dc``
 (26 Nov, before a ReActAgent stopped saving its rendered prompt, a transfer chain saved its count
 and a checkpoint carried usage and turns), ``3136bf9`` (25 Nov, soon after the event-driven
 layer came: before history entries had order numbers, registered models were saved by field name
