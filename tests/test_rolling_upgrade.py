@@ -95,19 +95,30 @@ async def test_an_older_pyadks_pause_resumes_as_it_resumed_there(
 async def test_an_older_keyed_pause_resumed_by_its_listing_is_refused_and_kept(
     commit: str, tmp_path: Path
 ) -> None:
-    # Its listing names no key: outputs.resume refuses the entry, runs nothing, keeps the pause.
+    # Its listing names no key: outputs.resume refuses the entry, and a resume dict made of it
+    # (key None) is refused as another key's (docs/event_driven.md); nothing runs, the pause is
+    # kept and resumes with its key afterwards.
     data, kept = _kept(commit, "keyed_record")
     sessions = kept["paused"]["sessions"]
     before = json.dumps(sessions, sort_keys=True)
     async with SQLiteCheckpointStore(str(tmp_path / "checkpoints.db")) as store:
         await store.put(kept["checkpoint_id"], data)
         [entry] = [e async for e in list_pending(store)]
-        env = LocalExecutionEnvironment(checkpoint_store=store)
+        env = LocalExecutionEnvironment(checkpoint_store=store, on_error="emit")
         applied = env.from_list([], key="user").apply(LEDGER, sessions=sessions)
         with pytest.raises(ValueError, match="names no record key"):
             await applied.resume(entry, "approved")
+        made = {"key": entry.key, "checkpoint_id": entry.checkpoint_id, "run_id": entry.run_id}
+        refused = env.from_list([], key="user").apply(
+            LEDGER, sessions=sessions, resumes=[{**made, "resume": "approved"}]
+        )
+        [failed] = await refused.to_list()
+        assert failed.error is not None and failed.error.type == "CheckpointError"
+        assert "paused a record of key 'ann', not of key None" in failed.error.message
         assert await store.get(kept["checkpoint_id"]) == data
-    assert json.dumps(sessions, sort_keys=True) == before
+        assert json.dumps(sessions, sort_keys=True) == before
+        resumed = await BY_NAME["keyed_record"].resume(store, kept["paused"])
+    assert json.loads(json.dumps(resumed)) == kept["resumed"]
 
 
 @pytest.mark.parametrize("commit", COMMITS)
