@@ -77,6 +77,7 @@ from .agent import Agent, AgentInput
 from .checkpoint.codec import (
     CheckpointError,
     CheckpointNotFoundError,
+    _read_summary,
     _Reason,
     decode_checkpoint,
     encode_checkpoint,
@@ -1210,7 +1211,7 @@ class Runner(AsyncCloseable):
         paused run still waits on, or that a resume in this process runs; None when the id is
         free (nothing there, or a finished checkpoint kept for audit, which a pause replaces).
 
-        Looked at before the run starts, one ``get`` of the store for a run given an id: refused
+        Looked at before the run starts, one read of the store for a run given an id: refused
         only at its pause (``_put_new``, which still decides, atomically, should a pause be
         saved there meanwhile), the run had paid for its model calls and made its tools' calls
         before the pause, all for nothing. A store that fails to answer refuses nothing here: a
@@ -1220,7 +1221,7 @@ class Runner(AsyncCloseable):
         if checkpoint._claim.being_resumed(store, checkpoint_id):
             return _being_resumed(checkpoint_id, _AT_START)
         try:
-            data = await store.get(checkpoint_id)
+            waiting = await _still_waits(store, checkpoint_id)
         except (Exception, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError) and being_cancelled():
                 raise
@@ -1228,9 +1229,7 @@ class Runner(AsyncCloseable):
                 "checkpoint %r could not be looked at before the run: %s", checkpoint_id, exc
             )
             return None
-        if isinstance(data, bytes | bytearray | memoryview) and _waiting(bytes(data)):
-            return _waits(checkpoint_id, _AT_START)
-        return None
+        return _waits(checkpoint_id, _AT_START) if waiting else None
 
     async def _forget(self, checkpoint_id: str | None) -> None:
         """Delete the checkpoint of a pause saved under a generated id that its run, cancelled,
@@ -2305,6 +2304,32 @@ def _waiting(data: bytes) -> bool:
         return not decode_checkpoint(data).get("finished")
     except CheckpointError:
         return True
+
+
+async def _still_waits(store: CheckpointStore, checkpoint_id: str) -> bool:
+    """Whether a checkpoint that still waits is under ``checkpoint_id`` (``_waiting``), for the
+    look before a named run (``Runner._id_taken``): told by the summary its header carries, as a
+    listing reads it, its first bytes alone where the store reads them (``heads``), so a big
+    checkpoint kept for audit is neither sent whole nor hashed and parsed on the event loop; one
+    without a summary to trust (an older pyadk's, damaged) is read whole and decoded. A body
+    damaged under a whole summary header is told by its summary here: the pause's own look
+    (``_put_new``) decodes it, and refuses it as waiting."""
+    pending = checkpoint._pending
+    heads = getattr(store, "heads", None)
+    if heads is not None:
+        [head] = pending._checked_heads(store, await heads([checkpoint_id], pending._HEAD), 1)
+        if head is None:
+            return False
+        summary = _read_summary(*head)
+        if summary is not None:
+            return not summary.get("finished")
+    data = await store.get(checkpoint_id)
+    if not isinstance(data, bytes | bytearray | memoryview):
+        return False  # none, or not bytes: the pause's look says what is wrong
+    summary = _read_summary(bytes(data[: pending._HEAD]), len(data))
+    if summary is not None:
+        return not summary.get("finished")
+    return _waiting(bytes(data))
 
 
 def _waits(checkpoint_id: str, doing: str) -> CheckpointError:

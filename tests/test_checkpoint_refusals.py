@@ -300,6 +300,9 @@ class _Down(SQLiteCheckpointStore):
     async def get(self, id: str) -> bytes | None:
         raise OSError("the store is down")
 
+    async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+        raise OSError("the store is down")  # the look reads a checkpoint's header this way
+
 
 async def test_a_store_down_at_the_start_refuses_nothing_a_run_that_never_pauses_needs(
     tmp_path: Path,
@@ -332,3 +335,59 @@ async def test_unstorable_a_pause_whose_state_no_checkpoint_holds(
     error = failed.value.__cause__
     assert isinstance(error, CheckpointError) and error.reason == "unstorable", error
     assert await store.get("conv-1") is None
+
+
+async def _refused_run(runner: Runner, checkpoint_id: str) -> CheckpointError:
+    """The refusal a new run under ``checkpoint_id`` gets as its only event."""
+    events = [event async for event in runner.run("pay eve", checkpoint_id=checkpoint_id)]
+    [event] = events
+    assert isinstance(event.exception, CheckpointError), event
+    return event.exception
+
+
+class _CountingGets(SQLiteCheckpointStore):
+    """A SQLite store counting its whole reads (``get``); its ``heads`` reads first bytes."""
+
+    gets = 0
+
+    async def get(self, id: str) -> bytes | None:
+        self.gets += 1
+        return await super().get(id)
+
+
+async def test_the_look_before_a_named_run_reads_the_checkpoints_header_not_its_bytes(
+    tmp_path: Path,
+) -> None:
+    """A run given the id of a checkpoint kept for audit (``keep_checkpoints=True``: one id per
+    conversation, say) read the whole checkpoint and checked and parsed it on the event loop, to
+    learn from it the one word its header's summary holds (finished or not): ~90 ms of a blocked
+    loop per run for a 20 MB history. It reads the header alone (``heads``, as a listing does);
+    a checkpoint whose header holds no summary (an older pyadk's) is read whole, as before."""
+    async with _CountingGets(tmp_path / "counted.db") as store:
+        runner = Runner(_clerk(_paying_model()), checkpoint_store=store, keep_checkpoints=True)
+        await runner.invoke("pay bob", checkpoint_id="conv-1")
+        assert (await _refused_run(runner, "conv-1")).reason == "id_taken"  # still waits
+        await runner.invoke_resume("conv-1", True)  # kept, marked finished
+        store.gets = 0
+        model = ScriptedModel(["Hello."])
+        result = await Runner(_clerk(model), store, keep_checkpoints=True).invoke(
+            "hi", checkpoint_id="conv-1"
+        )
+        assert result.text == "Hello." and model.calls == 1
+        assert store.gets == 0  # its header, not its bytes
+        runner = Runner(_clerk(_paying_model()), checkpoint_store=store, keep_checkpoints=True)
+        await runner.invoke("pay bob", checkpoint_id="conv-2")
+        store.gets = 0
+        assert (await _refused_run(runner, "conv-2")).reason == "id_taken"
+        assert store.gets == 0
+        # No summary in its header (an older pyadk's): read whole, still refused.
+        data = await store.get("conv-2")
+        assert data is not None
+        line, _, body = data.partition(b"\n")
+        header = {
+            k: v for k, v in json.loads(line).items() if not k.startswith(("summary", "size"))
+        }
+        await store.put("conv-2", json.dumps(header).encode() + b"\n" + body)
+        store.gets = 0
+        assert (await _refused_run(runner, "conv-2")).reason == "id_taken"
+        assert store.gets == 1
