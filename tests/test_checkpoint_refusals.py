@@ -391,3 +391,29 @@ async def test_the_look_before_a_named_run_reads_the_checkpoints_header_not_its_
         store.gets = 0
         assert (await _refused_run(runner, "conv-2")).reason == "id_taken"
         assert store.gets == 1
+
+
+@pytest.mark.parametrize("limit", ["MAX_PART_BYTES", "MAX_DEPTH"])
+async def test_a_checkpoint_over_this_pyadks_limits_is_incompatible_not_corrupt(
+    store: SQLiteCheckpointStore, monkeypatch: pytest.MonkeyPatch, limit: str
+) -> None:
+    """A part bigger than ``MAX_PART_BYTES``, values nested deeper than ``MAX_DEPTH``: saved
+    under a bigger limit (another release's, a deployment that set it), the pyadk of that limit
+    resumes it, so it is not bytes no resume will ever read (``"corrupt"``, which frees the
+    session, a 410) but ``"incompatible"`` (503, the session waits)."""
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    image = adk.ImagePart(mime_type="image/png", data=b"\x89PNG" + bytes(12))
+    nested: Any = "deep"
+    for _ in range(20):
+        nested = [nested]
+    result = await runner.invoke(
+        [adk.Message.user("pay bob", parts=[image])], session={"nested": nested}
+    )
+    assert result.checkpoint_id is not None
+    saved = {"MAX_PART_BYTES": 15, "MAX_DEPTH": 10}[limit]
+    with monkeypatch.context() as patched:
+        patched.setattr(adk.checkpoint.codec, limit, saved)
+        refused = await _refusal(runner, result.checkpoint_id)
+    assert refused.reason == "incompatible", refused
+    assert limit in str(refused) or "nested deeper" in str(refused)
+    assert (await runner.invoke_resume(result.checkpoint_id, True)).text == "Paid."

@@ -1039,18 +1039,23 @@ def from_json_value(value: Any) -> Any:
     return _rebuild(value, 0)
 
 
+def _too_deep() -> CheckpointError:
+    """The refusal of values nested deeper than ``MAX_DEPTH``: ``"incompatible"``, not corrupt,
+    as one saved under a bigger limit (another release's, a deployment that set it) is resumed
+    by a pyadk of that limit, where a service answering ``"corrupt"`` would free its session."""
+    return CheckpointError(
+        f"is malformed: values nested deeper than {MAX_DEPTH} levels", reason="incompatible"
+    )
+
+
 def _rebuild(value: Any, depth: int) -> Any:
     if isinstance(value, list):
         if depth >= MAX_DEPTH:
-            raise CheckpointError(
-                f"is malformed: values nested deeper than {MAX_DEPTH} levels", reason="corrupt"
-            )
+            raise _too_deep()
         return [_rebuild(v, depth + 1) for v in value]
     if isinstance(value, dict):
         if depth >= MAX_DEPTH:
-            raise CheckpointError(
-                f"is malformed: values nested deeper than {MAX_DEPTH} levels", reason="corrupt"
-            )
+            raise _too_deep()
         tag = value.get(_TAG)
         if tag is None:
             return {k: _rebuild(v, depth + 1) for k, v in value.items()}
@@ -1127,7 +1132,8 @@ def _check_parts(parts: Any) -> None:
                 f"is malformed: part {index} of a message "
                 f"({kind if isinstance(kind, str) else 'part'}) holds {size} bytes, over "
                 f"MAX_PART_BYTES ({MAX_PART_BYTES}) a checkpoint holds",
-                reason="corrupt",
+                # Not corrupt: a pyadk of the bigger limit it was saved under resumes it.
+                reason="incompatible",
             )
 
 
