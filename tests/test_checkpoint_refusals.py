@@ -161,7 +161,7 @@ async def _with_header(store: SQLiteCheckpointStore, checkpoint_id: str, **chang
     await store.put(checkpoint_id, json.dumps(header).encode() + b"\n" + body)
 
 
-@pytest.mark.parametrize("version", [0, 2])
+@pytest.mark.parametrize("version", [2, 7])
 async def test_other_version_a_checkpoint_another_pyadk_release_wrote(
     store: SQLiteCheckpointStore, version: int
 ) -> None:
@@ -195,17 +195,30 @@ async def _no_version(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
     await _with_header(store, checkpoint_id, version="1")  # no version pyadk writes
 
 
+async def _version_zero(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
+    await _with_header(store, checkpoint_id, version=0)  # 1 since the first release: none older
+
+
+async def _version_negative(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
+    await _with_header(store, checkpoint_id, version=-3)
+
+
 async def _malformed(store: SQLiteCheckpointStore, checkpoint_id: str) -> None:
     async with rewrite_checkpoint(store, checkpoint_id) as body:  # sealed again, checksum fine
         body["history"] = "not a history"
 
 
-@pytest.mark.parametrize("damage", [_garbage, _cut, _edited, _no_version, _malformed])
+@pytest.mark.parametrize(
+    "damage",
+    [_garbage, _cut, _edited, _no_version, _version_zero, _version_negative, _malformed],
+)
 async def test_corrupt_bytes_no_resume_will_ever_read(
     store: SQLiteCheckpointStore, damage: Any
 ) -> None:
     """Not a pyadk checkpoint, truncated, a version no pyadk writes, malformed under a matching
-    checksum: nothing makes it resumable, so a service lets its session go on (410). A body
+    checksum, a format version below 1 (the format has been version 1 since pyadk's first
+    release: no pyadk wrote an older one, so none resumes it; it was read as another release's,
+    a 503 for good): nothing makes it resumable, so a service lets its session go on (410). A body
     edited under a whole summary header, its length kept, was read as readable by the example
     services' own parsing (a listing reads the header alone), and answered 503 until someone
     deleted it."""

@@ -43,6 +43,7 @@ from adk.checkpoint import (
     PostgresCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
+    codec,
     list_pending,
 )
 from adk.checkpoint.codec import VERSION
@@ -272,10 +273,16 @@ def _with_version(data: bytes, version: int) -> bytes:
     return json.dumps(header).encode() + b"\n" + body
 
 
-@pytest.mark.parametrize("version", [0, VERSION + 1])
+@pytest.mark.parametrize("newer", [False, True])
 async def test_a_checkpoint_of_another_format_version_is_refused_and_kept(
-    version: int, tmp_path: Path
+    newer: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A newer release's checkpoint; an older one's, met by a pyadk that bumped the version (made
+    here to read VERSION + 1): no pyadk wrote a version below 1, the first, so version 0 is not
+    an older release's (``test_checkpoint_refusals``: corrupt)."""
+    version = VERSION + 1 if newer else VERSION
+    if not newer:
+        monkeypatch.setattr(codec, "VERSION", VERSION + 1)
     scenario = BY_NAME["react_edit"]
     data = _with_version((DATA / COMMITS[0] / "react_edit.ckpt").read_bytes(), version)
     LOG.clear()
@@ -287,8 +294,9 @@ async def test_a_checkpoint_of_another_format_version_is_refused_and_kept(
                 await runner.invoke_resume("old", scenario.answers[0])
         assert await store.get("old") == data  # kept as it was
     message = str(caught.value)
-    assert f"format version {version}; this pyadk reads version {VERSION}" in message
-    if version > VERSION:
+    assert caught.value.reason == "other_version"
+    assert f"format version {version}; this pyadk reads version {codec.VERSION}" in message
+    if newer:
         assert "a newer pyadk wrote it" in message
     else:
         assert "an older pyadk wrote it" in message

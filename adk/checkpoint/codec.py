@@ -1299,7 +1299,7 @@ def _other_version(version: object) -> str:
     pyadk's waits for that pyadk; an older one's, of a format this pyadk no longer reads, is
     resumed by a release that reads it, such as the one that wrote it (docs/interrupts.md,
     "Upgrading pyadk while runs are paused: the format's versioning policy")."""
-    if type(version) is not int:
+    if type(version) is not int or version < 1:  # no pyadk wrote it (1 since the first)
         return ""
     if version > VERSION:
         return (
@@ -1336,9 +1336,10 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
         raise fail(
             f"was written in checkpoint format version {version!r}; "
             f"this pyadk reads version {VERSION}{_other_version(version)}",
-            # A version pyadk writes (an int): a pyadk of that version reads it; any other
-            # value (True, 1.0, text) is no pyadk's, so nothing ever reads it.
-            "other_version" if type(version) is int else "corrupt",
+            # A version pyadk writes (an int from 1, the first release's): a pyadk of that
+            # version reads it; any other value (True, 1.0, text, 0, a negative) is no pyadk's,
+            # so nothing ever reads it.
+            "other_version" if type(version) is int and version >= 1 else "corrupt",
         )
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise fail("is corrupt or was modified: its checksum does not match (truncated or edited)")
