@@ -13,6 +13,7 @@ import pytest
 from conftest import ScriptAgent, act_break, act_exit, act_transfer, run_events, wire_model
 from openai_server import OpenAIServer
 from openai_server import Reply as Served
+from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
 
 import adk
@@ -515,9 +516,13 @@ async def test_a_structured_answer_after_a_message_with_parts_is_the_json_alone(
     )
 
 
-@pytest.mark.parametrize("depth", [1, 2], ids=["nested", "nested_twice"])
+@pytest.mark.parametrize(
+    ("depth", "traced"),
+    [(1, False), (2, False), (1, True)],
+    ids=["nested", "nested_twice", "nested_traced"],
+)
 async def test_a_forwarded_stream_is_read_from_the_wire_only_as_the_outer_reader_reads_it(
-    depth: int,
+    depth: int, traced: bool
 ) -> None:
     # A slow reader (a service's client on a slow link) took one chunk of the inner agent's
     # forwarded reply, and the nested run read the rest from the model at the model's pace:
@@ -535,7 +540,11 @@ async def test_a_forwarded_stream_is_read_from_the_wire_only_as_the_outer_reader
             tool = AgentTool(middle, emit_inner_events=True)
         outer = _caller(tool)
         held: list[int] = []
-        async with aclosing(Runner(outer, enable_streaming=True).run("go")) as events:
+        # Traced, a tool call's way out is the tracer's (``_ProgressOnSpan``), which passes the
+        # wait on: without it the nested run read the reply at the model's pace again.
+        provider = TracerProvider() if traced else None
+        runner = Runner(outer, enable_streaming=True, tracer_provider=provider)
+        async with aclosing(runner.run("go")) as events:
             async for event in events:
                 output = event.output
                 if event.agent_name != "inner" or output is None or output.stream is None:
