@@ -2465,6 +2465,53 @@ async def test_a_malformed_stream_event_is_a_model_error(server: OpenAIServer, a
     assert len(server.requests) == 1
 
 
+_LONG_NUMBER = "5" * 5000  # past the 4,300 digits Python's int() (and so json) reads
+
+
+def _with_a_long_number(api: str, streaming: bool) -> bytes:
+    """A server's answer holding a JSON number of thousands of digits, no string: a stream's error
+    event whose ``code`` it is, or a completion whose creation time it is."""
+    if streaming:
+        if api == "chat":
+            event = f'{{"error": {{"message": "no can do", "code": {_LONG_NUMBER}}}}}'
+        else:
+            event = (
+                f'{{"type": "error", "message": "no can do", "code": {_LONG_NUMBER}, '
+                '"sequence_number": 0}'
+            )
+        return f"data: {event}\n\n".encode()
+    if api == "chat":
+        return (
+            f'{{"id": "x", "object": "chat.completion", "created": {_LONG_NUMBER}, "model": "m", '
+            '"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, '
+            '"finish_reason": "stop"}]}'
+        ).encode()
+    return (
+        f'{{"id": "x", "object": "response", "created_at": {_LONG_NUMBER}, "model": "m", '
+        '"status": "completed", "output": []}'
+    ).encode()
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
+@pytest.mark.parametrize("api", APIS)
+async def test_an_answer_holding_a_number_too_long_to_read_is_a_model_error(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    # The SDK's json.loads refuses an integer past 4,300 digits with a bare ValueError (no
+    # JSONDecodeError: the text is JSON), which failed the call as that ValueError, saying to
+    # raise sys.set_int_max_str_digits(), where any other answer that cannot be read is a
+    # ModelError naming the call. (A code given as a string was fixed before: in_band_status.)
+    body = _with_a_long_number(api, streaming)
+    kind = "text/event-stream" if streaming else "application/json"
+    server.script(Reply(raw=body, content_type=kind), Reply(text="unused"))
+    endpoint = "chat.completions" if api == "chat" else "responses"
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=rf"{endpoint} call .*number too long") as failed:
+            await call(model, streaming, [Message.user("hi")])
+    assert failed.value.status is None
+    assert len(server.requests) == 1  # the same answer again: not retried
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_a_malformed_stream_event_mid_way_is_a_model_error(
     server: OpenAIServer, api: str

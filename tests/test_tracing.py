@@ -2090,7 +2090,8 @@ async def test_a_malformed_answer_or_a_closed_model_stays_model_error(
 ) -> None:
     # A ModelError without a status is typed by the client's exception it came from (above); but
     # one for a 200 answer the adapter could not read was typed by the parser's exception
-    # (UnicodeDecodeError, RecursionError, JSONDecodeError: which Python parser failed), and a
+    # (UnicodeDecodeError, RecursionError, JSONDecodeError, the ValueError of a number past
+    # Python's 4,300 digits: which Python parser failed), and a
     # model closed under its call by the connection error the close caused (APIConnectionError,
     # as an unreachable provider), where tracing.md says both stay ModelError.
     completion = {
@@ -2104,6 +2105,7 @@ async def test_a_malformed_answer_or_a_closed_model_stays_model_error(
         json.dumps(completion).encode().replace(b'"hi"', b'"\xff"'),  # not UTF-8
         ("[" * 100_000 + "]" * 100_000).encode(),  # nested past the parser's reach
         b"{not json",
+        json.dumps(completion).encode().replace(b'"created": 0', b'"created": ' + b"5" * 5000),
     ]
     once = RetryPolicy(max_attempts=1)
     arrived = asyncio.Event()
@@ -2125,7 +2127,7 @@ async def test_a_malformed_answer_or_a_closed_model_stays_model_error(
         with pytest.raises(RunError, match=r"closed \(aclose\(\)\) while the call was running"):
             await running
     chats = named(exporter.get_finished_spans(), "chat m")
-    assert [attrs(span)["error.type"] for span in chats] == ["ModelError"] * 4
+    assert [attrs(span)["error.type"] for span in chats] == ["ModelError"] * 5
 
 
 @pytest.mark.parametrize("streaming", [False, True])

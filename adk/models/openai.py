@@ -901,6 +901,12 @@ class OpenAIChatModel(SharedCloseable):
                     )
                 )
             )
+        if type(exc) is ValueError and _raised_by_json(exc):
+            # The SDK parsing a body or stream event holding an integer past the digits Python
+            # reads (4,300 by default): JSON all the same, so no JSONDecodeError.
+            return _untyped(
+                ModelError(f"{where} the server's answer holds a number too long to read: {exc}")
+            )
         if isinstance(exc, UnicodeDecodeError):  # the SDK decoding a body or a stream's line
             return _untyped(
                 ModelError(
@@ -1144,6 +1150,17 @@ def _untyped(error: ModelError) -> ModelError:
     provider (``APIConnectionError``)."""
     error._adk_untyped = True  # type: ignore[attr-defined]
     return error
+
+
+def _raised_by_json(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised parsing JSON (its innermost frame is the ``json`` package's:
+    the C scanner raises from its caller's frame)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_globals.get("__name__") in ("json.decoder", "json.scanner")
 
 
 def _illegal_header(cause: BaseException | None) -> bool:
