@@ -560,3 +560,41 @@ async def test_a_forwarded_stream_is_read_from_the_wire_only_as_the_outer_reader
     # Once the reader asks for the next event, the nested run reads the reply to its end: the
     # tool's result is the whole of it.
     assert _tool_reply(outer if depth == 1 else middle).content == text
+
+
+@pytest.mark.parametrize("reads", ["every_stream", "some_streams"])
+async def test_concurrent_forwarded_streams_each_wait_only_for_their_own_event(reads: str) -> None:
+    # A forwarded stream still arriving holds its own call until the reader took its event: two
+    # calls of one round, and a third nested in a ParallelAgent branch inside the second, all
+    # streaming, the reader taking their events in the order they come and reading each stream
+    # (or only some) to its end before asking for the next, must neither wait on one another
+    # nor lose a word: every stream read is whole, and each tool answers with its whole reply.
+    def helper(name: str, script: list[Any], tools: list[AgentTool] | None = None) -> ReActAgent:
+        return ReActAgent(name, ScriptedModel(script), tools=tools or [], description=name)
+
+    def calling(name: str, id: str) -> Reply:
+        return Reply(tool_calls=[tool_call(name, {"request": "go"}, id=id)])
+
+    deep = AgentTool(helper("deep", ["deep " * 30]), emit_inner_events=True)
+    branch = helper("branch", [calling("deep", "d1"), "branch done"], [deep])
+    team = adk.ParallelAgent("team", [branch, helper("plain", ["plain " * 30])], "Both")
+    first = AgentTool(helper("first", ["first " * 30]), emit_inner_events=True)
+    calls = [
+        tool_call("first", {"request": "a"}, id="c1"),
+        tool_call("team", {"request": "b"}, id="c2"),
+    ]
+    outer = ReActAgent(
+        "outer",
+        ScriptedModel([Reply(tool_calls=calls), "final"]),
+        tools=[first, AgentTool(team, emit_inner_events=True)],
+    )
+    wanted = ("first", "deep", "plain") if reads == "every_stream" else ("first", "deep")
+    read: dict[str, list[str]] = {}
+    async with aclosing(Runner(outer, enable_streaming=True).run("go")) as events:
+        async for event in events:
+            output = event.output
+            if output is not None and output.stream is not None and event.agent_name in wanted:
+                read[event.agent_name] = "".join([c.content async for c in output.stream]).split()
+    assert read == {name: [name] * 30 for name in wanted}
+    assert _model(outer).requests[1].messages[-2].content.split() == ["first"] * 30
+    assert _model(branch).requests[1].messages[-1].content.split() == ["deep"] * 30
