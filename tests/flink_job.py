@@ -27,6 +27,7 @@ import cloudpickle
 from pydantic import BaseModel
 from pyflink.common import Configuration, Types
 from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.java_gateway import get_gateway
 
 from adk import Interrupt, Message, OpenAIChatModel, Resources, Role, Usage, tool
 from adk.actions import (
@@ -247,6 +248,35 @@ def restore_reasons() -> list[str | None]:
     return [_why_state_is_restored(env) for env in (plain, checkpointing, savepoint)]
 
 
+def operator_settings() -> list[list[Any]]:
+    """A job whose outputs' stream is given a name, a uid and a parallelism, as a user sets an
+    operator's after adding it: each vertex of its job graph (built, not run) as its name, its
+    parallelism and whether one of its operators has the uid's id (Flink's murmur3 hash of it).
+    They are to reach the agent's operator, which ``to_datastream()``'s stream is the outputs
+    of."""
+    env = FlinkExecutionEnvironment()
+    env.env.set_parallelism(2)
+    outputs = env.from_list(["ab", "cd"], key=lambda text: text).apply(
+        ActionAgent("shout", actions=[shout])
+    )
+    outputs.to_datastream().name("agent").uid("agent").set_parallelism(3).print()
+    graph = env.env._generate_stream_graph(clear_transformations=True).getJobGraph()
+    jvm = get_gateway().jvm
+    hashing = jvm.org.apache.flink.shaded.guava33.com.google.common.hash.Hashing
+    utf8 = jvm.java.nio.charset.StandardCharsets.UTF_8
+    uid = hashing.murmur3_128(0).newHasher().putString("agent", utf8).hash().toString()
+    return [
+        [
+            vertex.getName(),
+            vertex.getParallelism(),
+            any(
+                ids.getGeneratedOperatorID().toHexString() == uid for ids in vertex.getOperatorIDs()
+            ),
+        ]
+        for vertex in graph.getVerticesSortedTopologicallyFromSources()
+    ]
+
+
 class Noted(Event):
     """An event class naming a class the script defines after it (``Note``): left deferred where
     it is defined, built by ``apply`` before the job is shipped."""
@@ -402,6 +432,7 @@ def main() -> None:
         "scores_durable": scores(durable_memory=True),
         "checkpointed": checkpointed(),
         "restore_reasons": restore_reasons(),
+        "operator_settings": operator_settings(),
         "late_checkpointing": late_checkpointing(),
         "unshippable": unshippable(),
         "notes": notes(),

@@ -82,6 +82,13 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
         "it starts from the savepoint or checkpoint "
         "execution.state-recovery.path=file:///savepoints/savepoint-1"
     )
+    # A name, uid and parallelism set on to_datastream()'s stream reach the agent's operator (they
+    # reached only the map after it, which raises a record's failure: PyFlink's chaining of the
+    # two kept the operator's own uid, none, and the operator kept the job's parallelism).
+    settings = jobs["operator_settings"]
+    [agent] = [vertex for vertex in settings if vertex[2]]
+    assert agent[0].startswith("agent") and agent[1] == 3, settings
+    assert not any("async wait operator" in vertex[0] for vertex in settings), settings
 
 
 @pytest.mark.timeout(360)
