@@ -736,6 +736,10 @@ class _Source:
         self.mapped = function
         return self
 
+    @property
+    def _j_data_stream(self) -> _Source:  # what the outputs' DataStream is made of
+        return self
+
     def run(self, durable: bool) -> list[dict[str, Any]]:
         """Each element through ``key_by``'s selector and then the operator, as Flink would."""
         function, texts = self.function, []
@@ -800,7 +804,7 @@ def test_from_lists_keyed_records_are_decoded_once_each(
     env = FlinkExecutionEnvironment(_Source([]), durable_memory=durable)  # type: ignore[arg-type]
     records = [{"id": "ab"[n % 2], "n": n} for n in range(4)]
     applied = env.from_list(records, key=key).apply(ActionAgent("t", actions=[tally]))
-    source = applied.to_datastream()
+    source = applied.to_datastream()._j_data_stream  # the async operator's: its map's stream
     assert isinstance(source, _Source)
     outputs = source.run(durable)
     assert sorted(decoded) == [0, 1, 2, 3]

@@ -287,13 +287,14 @@ class FlinkKeyedInput:
             )
             with _shipping(agent):  # both pickle the function, which holds the agent
                 _build_shipped_events(function)
-                outputs = AsyncDataStream.ordered_wait(
+                operator = AsyncDataStream.ordered_wait(
                     stream,
                     _Reported(function),
                     Time.milliseconds(int(backstop * 1000)),
                     capacity=env.max_concurrency,
                     output_type=Types.STRING(),
-                ).map(_raise_failures, output_type=Types.STRING())
+                )
+                outputs = _AgentOutputs(operator)
         applied = FlinkKeyedOutputs(env, outputs)
         # Shipped to keep memory in the operator: see ``FlinkKeyedOutputs._check_restores``.
         applied._memory_in_operator = (
@@ -783,6 +784,76 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         reason = "was not done by the async operator's timeout (its wait included)"
         failed = timed_out(index, key, record, reason, run_id)
         return self._leaving([failed], index, key, record, run_id)
+
+
+class _AgentOutputs(DataStream):  # type: ignore[misc]  # pyflink is untyped
+    """The async operator's outputs through ``_raise_failures``, as ``to_datastream()`` gives them,
+    the settings of an operator (name, uid, parallelism, ...) reaching the agent's operator.
+
+    Set on the map alone, as a ``DataStream`` sets them on its last operator, they named and
+    scaled that map: PyFlink's chaining of two Python operators keeps the first one's uid (a uid
+    set on the outputs then named nothing, and a savepoint's state found no operator of it), and
+    the agent's operator kept the job's parallelism. The map follows the operator's parallelism
+    and slot sharing, which keep the two chained, and a uid of its own, derived from the one
+    given, for where they are not chained."""
+
+    def __init__(self, operator: DataStream) -> None:
+        super().__init__(operator.map(_raise_failures, output_type=Types.STRING())._j_data_stream)
+        self._operator = operator
+
+    def get_name(self) -> str:
+        name: str = self._operator.get_name()
+        return name
+
+    def name(self, name: str) -> _AgentOutputs:
+        self._operator.name(name)
+        return self
+
+    def set_description(self, description: str) -> _AgentOutputs:
+        self._operator.set_description(description)
+        return self
+
+    def uid(self, uid: str) -> _AgentOutputs:
+        self._operator.uid(uid)
+        super().uid(f"{uid}/raise-failures")
+        return self
+
+    def set_uid_hash(self, uid_hash: str) -> _AgentOutputs:
+        self._operator.set_uid_hash(uid_hash)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> _AgentOutputs:
+        self._operator.set_parallelism(parallelism)
+        super().set_parallelism(parallelism)
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> _AgentOutputs:
+        self._operator.set_max_parallelism(max_parallelism)
+        super().set_max_parallelism(max_parallelism)
+        return self
+
+    def force_non_parallel(self) -> _AgentOutputs:
+        self._operator.force_non_parallel()
+        super().force_non_parallel()
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> _AgentOutputs:
+        self._operator.slot_sharing_group(slot_sharing_group)
+        super().slot_sharing_group(slot_sharing_group)
+        return self
+
+    def set_buffer_timeout(self, timeout_millis: int) -> _AgentOutputs:
+        self._operator.set_buffer_timeout(timeout_millis)
+        super().set_buffer_timeout(timeout_millis)
+        return self
+
+    def start_new_chain(self) -> _AgentOutputs:
+        self._operator.start_new_chain()
+        return self
+
+    def disable_chaining(self) -> _AgentOutputs:
+        self._operator.disable_chaining()
+        return self
 
 
 _FAILED = "\x15"
