@@ -460,6 +460,38 @@ def test_what_the_async_operator_fails_with_is_raised_by_the_operator_after_it()
     )
 
 
+def test_records_after_a_failure_the_job_raises_do_not_run() -> None:
+    """PyFlink's async operator raised a record's failure at the next element it was handed,
+    which never ran; handed on as an output, the failure waits for the records before it
+    (ordered outputs) before its map fails the job, and the records handed over meanwhile (up to
+    ``max_concurrency``) ran, model calls and tools included. They are the failure again, not
+    run: the map raises the first record's."""
+    ran: list[Any] = []
+
+    @action(InputEvent)
+    def counted(event: InputEvent, ctx: ActionContext) -> None:
+        ran.append(event.input["n"])
+        if event.input.get("bad"):
+            raise ValueError("bad record")
+        ctx.send_event(OutputEvent(output=event.input["n"]))
+
+    agent = ActionAgent("c", actions=[counted])
+    reported = _Reported(_AgentFunction(agent, _environment(on_error="raise"), True, None))
+    rows = [Row("a", {"n": 0}), Row("b", {"n": 1, "bad": True}), Row("c", {"n": 2})]
+
+    async def each() -> list[list[str]]:
+        return [await reported.async_invoke(row) for row in rows]
+
+    try:
+        [fine], [failed], [after] = asyncio.run(each())
+    finally:
+        reported.close()
+    assert ran == [0, 1] and json.loads(_raise_failures(fine))["output"] == 0
+    for marked in (failed, after):
+        with pytest.raises(RecordError, match=r"^record 1 \(key 'b'\) failed: ActionError"):
+            _raise_failures(marked)
+
+
 # -- the durable-memory operator -------------------------------------------------------------------
 def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> None:
     """With durable memory the session is saved as checkpoint JSON, which refuses an int too long
