@@ -871,28 +871,43 @@ class _Reported(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
     the element had completed before that wait (``_wait_for_in_flight_inputs_finished`` loops
     only while some are in flight): the job ended without the record's outputs and without an
     error (in a trial, 2 of 8 one-record jobs at parallelism 2). A map's exception fails the
-    job when it is raised."""
+    job when it is raised.
+
+    Once a failure is handed on, the records handed over after it do not run: they are that
+    failure again. PyFlink raised it at the next element, which never ran, where the output waits
+    for the records before it (ordered) before the map fails the job, and up to
+    ``max_concurrency`` records handed over meanwhile ran, model calls and tools included."""
 
     def __init__(self, function: _AgentFunction) -> None:
         self.function = function
+        self._failure: str | None = None  # the first failure handed on, once there is one
 
     def open(self, runtime_context: Any) -> None:
+        self._failure = None
         self.function.open(runtime_context)
 
     def close(self) -> None:
         self.function.close()
 
     async def async_invoke(self, value: Any) -> list[str]:
+        if self._failure is not None:  # the job is failing: this record is not to run
+            return [self._failure]
         try:
             return await self.function.async_invoke(value)
         except Exception as exc:
-            return [_failure_text(exc)]
+            return [self._failed(exc)]
 
     def timeout(self, value: Any) -> list[str]:
         try:
             return self.function.timeout(value)
         except Exception as exc:
-            return [_failure_text(exc)]
+            return [self._failed(exc)]
+
+    def _failed(self, exc: Exception) -> str:
+        text = _failure_text(exc)
+        if self._failure is None:
+            self._failure = text
+        return text
 
 
 def _failure_text(exc: Exception) -> str:
