@@ -120,6 +120,53 @@ def test_descriptions_from_annotated_strings_as_langchain_writes_them() -> None:
     assert search.fn(query="x") == "x"
 
 
+async def test_a_pydantic_field_as_a_default_is_the_field_it_describes() -> None:
+    # ``limit: int = Field(10, description=...)``, as pydantic's validate_call and the OpenAI
+    # Agents SDK take it. It was taken as a plain default: the model was offered no default nor
+    # help, and the function, called without the argument, got the FieldInfo as its value.
+    @tool
+    def search(
+        query: str,
+        limit: int = Field(10, ge=1, description="How many results"),
+        tags: list[str] = Field(default_factory=list),
+        region: str = Field(description="Where to search"),
+    ) -> str:
+        """Search the web.
+
+        Args:
+            tags: Tags the results must carry.
+        """
+        return f"{query} {limit!r} {tags!r} {region}"
+
+    props = search.spec.parameters["properties"]
+    assert props["limit"] == {
+        "type": "integer",
+        "default": 10,
+        "minimum": 1,
+        "description": "How many results",
+    }
+    assert props["tags"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Tags the results must carry.",  # the docstring, as for Annotated
+    }
+    assert search.spec.parameters["required"] == ["query", "region"]
+    agent = _agent(
+        [search],
+        tool_call("search", {"query": "q", "region": "eu"}, id="c1"),
+        tool_call("search", {"query": "q", "region": "eu", "limit": 0}, id="c2"),
+        tool_call("search", {"query": "q"}, id="c3"),
+    )
+    await run_events(agent)
+    results = _results(agent)
+    assert results["c1"] == "q 10 [] eu"
+    assert results["c2"] == (
+        "Error: invalid arguments for tool 'search': limit: Input should be greater than or "
+        "equal to 1"
+    )
+    assert results["c3"] == "Error: invalid arguments for tool 'search': region: Field required"
+
+
 def test_descriptions_from_a_rest_docstring() -> None:
     @tool
     async def forecast(city: str, days: int = 2) -> str:

@@ -47,6 +47,8 @@ from typing import (
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 # ``adk._approval`` loads on first use (the package's ``__getattr__``): only a call that asks for
 # approval, or a resumed one, reads it.
@@ -592,6 +594,13 @@ class FunctionTool(Generic[_P, _R]):
             if param.kind is param.POSITIONAL_ONLY:
                 positional.append(param.name)
             default = ... if param.default is inspect.Parameter.empty else param.default
+            if isinstance(default, FieldInfo):
+                # ``limit: int = Field(10, description=...)``, as pydantic's ``validate_call``
+                # and the OpenAI Agents SDK take it: the field it describes, its default (or
+                # ``default_factory``) and constraints kept. Taken as a plain default, the model
+                # was offered no default and the function, called without the argument, got
+                # the ``FieldInfo`` itself as its value.
+                annotation, default = Annotated[annotation, default], PydanticUndefined
             # A parameter named like a BaseModel attribute (json, schema, copy...) gets another
             # field name and keeps its own name as the alias the model sees.
             field = f"{param.name}_" if hasattr(BaseModel, param.name) else param.name
