@@ -14,7 +14,9 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import sys
 import threading
+import typing
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -255,6 +257,65 @@ def test_a_method_decorated_in_its_class_is_told_to_use_the_bound_method() -> No
             def find(self, key: str) -> str:
                 """Find a key."""
                 return key
+
+
+def test_a_classmethod_decorated_in_its_class_is_told_to_use_the_class() -> None:
+    # It was "a function tool is made of a function, got classmethod <classmethod(...)>", which
+    # said nothing of what to write instead (a staticmethod is callable, so that one works).
+    with pytest.raises(TypeError, match=r"classmethod 'Store.find' .*FunctionTool\(Store.find\)"):
+
+        class Store:
+            @tool  # type: ignore[arg-type]
+            @classmethod
+            def find(cls, key: str) -> str:
+                """Find a key."""
+                return key
+
+
+def test_a_decorator_without_functools_wraps_is_named_as_what_hides_the_parameters() -> None:
+    # The refusal said only "tool 'wrapper': *args/**kwargs cannot be described", sending the
+    # user looking for *args in their own function, whose parameters the wrapper hides.
+    def logged(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    with pytest.raises(TypeError) as refused:
+        FunctionTool(logged(lookup))
+    assert str(refused.value) == (
+        "tool 'wrapper': *args/**kwargs cannot be described to a model; "
+        "'test_a_decorator_without_functools_wraps_is_named_as_what_hides_the_parameters."
+        "<locals>.logged.<locals>.wrapper' looks like a decorator's wrapper: a decorator that "
+        "does not use functools.wraps hides the parameters of the function it wraps"
+    )
+    # With functools.wraps the tool is the function's, its parameters shown.
+    def logged_well(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    wrapped = FunctionTool(logged_well(lookup))
+    assert (wrapped.name, wrapped.spec.parameters["required"]) == ("lookup", ["city"])
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic takes typing.TypedDict there")
+def test_a_typing_typeddict_before_python_3_12_is_refused_naming_the_tool() -> None:
+    # pydantic's PydanticUserError came out of FunctionTool bare, naming neither tool nor
+    # parameter (only PydanticSchemaGenerationError, its subclass, was caught).
+    with pytest.raises(TypeError, match=r"^tool '_order': parameter 'items': Please use `typing_ex"):
+        FunctionTool(_order)
+
+
+class _Item(typing.TypedDict):  # typing's, as a user writes it first
+    sku: str
+
+
+def _order(items: list[_Item]) -> str:
+    """Place an order."""
+    return ""
 
 
 async def test_a_mutable_default_is_not_shared_between_calls() -> None:

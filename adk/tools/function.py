@@ -46,7 +46,7 @@ from typing import (
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.errors import PydanticSchemaGenerationError
+from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -195,6 +195,14 @@ def _check_function(fn: object) -> None:
             f"{type(fn).__name__} {spec.name!r} is already a tool: give it to the agent as it "
             f"is{again}"
         )
+    if isinstance(fn, classmethod):
+        # ``@tool`` above ``@classmethod`` in a class body: a classmethod object is no function
+        # until it is read from its class, which binds it.
+        where = ".".join(getattr(fn.__func__, "__qualname__", "Cls.method").split(".")[-2:])
+        raise TypeError(
+            f"a function tool is made of a function, got the classmethod {where!r} in its class "
+            f"body: make the tool of the method read from its class, FunctionTool({where})"
+        )
     if not callable(fn):
         raise TypeError(f"a function tool is made of a function, got {shown(fn)}")
 
@@ -264,7 +272,7 @@ def _unshowable(
     tool_name: str,
     fields: dict[str, Any],
     names: list[tuple[str, str]],
-    exc: PydanticSchemaGenerationError,
+    exc: PydanticUserError,
 ) -> TypeError:
     """The refusal of a parameter whose type has no JSON schema, naming it. The usual one is a
     context the framework was meant to fill in under another name: ``adk.RunContext`` (the
@@ -283,6 +291,11 @@ def _unshowable(
                 "run_context is the calling agent's RunContext); what the model passes needs "
                 "JSON types or pydantic models"
             )
+        except PydanticUserError as refused:
+            # A type pydantic refuses in words of its own: ``typing.TypedDict`` before Python
+            # 3.12 ("use typing_extensions.TypedDict"), raised bare, naming neither the tool
+            # nor the parameter.
+            return TypeError(f"tool {tool_name!r}: parameter {param!r}: {refused}")
     return TypeError(f"tool {tool_name!r}: its parameters cannot be described to a model: {exc}")
 
 
@@ -569,8 +582,21 @@ class FunctionTool(Generic[_P, _R]):
             )
         for param in parameters:
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                # A decorator's wrapper without ``functools.wraps`` is all that is seen of the
+                # function it wraps: say so, or the user looks for *args in their own function.
+                unwrapped = (
+                    f"; {fn.__qualname__!r} looks like a decorator's wrapper: a decorator that "
+                    "does not use functools.wraps hides the parameters of the function it wraps"
+                    if inspect.isfunction(fn)
+                    and fn.__name__ != "<lambda>"
+                    and not hasattr(fn, "__wrapped__")
+                    and "<locals>" in fn.__qualname__
+                    and {p.kind for p in parameters} <= {param.VAR_POSITIONAL, param.VAR_KEYWORD}
+                    else ""
+                )
                 raise TypeError(
                     f"tool {tool_name!r}: *args/**kwargs cannot be described to a model"
+                    f"{unwrapped}"
                 )
             if param.name in _CONTEXT_NAMES and param.name not in hints:
                 # With a default (``ctx=None``) a call does not fail: the framework never fills
@@ -619,7 +645,7 @@ class FunctionTool(Generic[_P, _R]):
                 __config__=ConfigDict(extra="forbid"),
                 **fields,
             )
-        except PydanticSchemaGenerationError as exc:
+        except PydanticUserError as exc:  # no schema, or a type pydantic refuses (TypedDict)
             raise _unshowable(tool_name, fields, names, exc) from exc
         self._field_names = tuple(names)
         # No parameter renamed: the validated instance's ``__dict__`` is the arguments by name.
