@@ -289,6 +289,7 @@ def test_a_decorator_without_functools_wraps_is_named_as_what_hides_the_paramete
         "<locals>.logged.<locals>.wrapper' looks like a decorator's wrapper: a decorator that "
         "does not use functools.wraps hides the parameters of the function it wraps"
     )
+
     # With functools.wraps the tool is the function's, its parameters shown.
     def logged_well(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -305,7 +306,9 @@ def test_a_decorator_without_functools_wraps_is_named_as_what_hides_the_paramete
 def test_a_typing_typeddict_before_python_3_12_is_refused_naming_the_tool() -> None:
     # pydantic's PydanticUserError came out of FunctionTool bare, naming neither tool nor
     # parameter (only PydanticSchemaGenerationError, its subclass, was caught).
-    with pytest.raises(TypeError, match=r"^tool '_order': parameter 'items': Please use `typing_ex"):
+    with pytest.raises(
+        TypeError, match=r"^tool '_order': parameter 'items': Please use `typing_ex"
+    ):
         FunctionTool(_order)
 
 

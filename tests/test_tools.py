@@ -128,7 +128,7 @@ async def test_a_pydantic_field_as_a_default_is_the_field_it_describes() -> None
     def search(
         query: str,
         limit: int = Field(10, ge=1, description="How many results"),
-        tags: list[str] = Field(default_factory=list),
+        tags: list[str] = Field(default_factory=list),  # noqa: B008 (the form under test)
         region: str = Field(description="Where to search"),
     ) -> str:
         """Search the web.
@@ -187,6 +187,74 @@ def test_descriptions_from_a_rest_docstring() -> None:
         "description": "How many days ahead.",
     }
     assert spec.parameters["required"] == ["city"]
+
+
+def test_google_keyword_args_and_other_sections_are_sections() -> None:
+    # napoleon's "Keyword Args:" ran on into the help of the parameter before it ("The city
+    # name. Keyword Args:"), and first in the docstring it was the description, its
+    # parameters' help lost; "See Also:" ran on too.
+    @tool
+    def forecast(city: str, *, days: int = 2, unit: str = "C") -> str:
+        """Weather forecast for a city.
+
+        Warning:
+            Costs one API call.
+
+        Args:
+            city: The city name.
+
+        Keyword Args:
+            days: How many days ahead.
+
+        See Also:
+            history: the past weather.
+
+        Other Parameters:
+            unit: C or F.
+        """
+        return city
+
+    @tool
+    def alerts(region: str) -> str:
+        """Weather alerts.
+
+        Keyword Arguments:
+            region (str): Where.
+        """
+        return region
+
+    props = forecast.spec.parameters["properties"]
+    assert (
+        forecast.spec.description
+        == "Weather forecast for a city.\n\nWarning:\n    Costs one API call."
+    )
+    assert {name: prop.get("description") for name, prop in props.items()} == {
+        "city": "The city name.",
+        "days": "How many days ahead.",
+        "unit": "C or F.",
+    }
+    assert alerts.spec.description == "Weather alerts."
+    assert alerts.spec.parameters["properties"]["region"]["description"] == "Where."
+
+
+async def test_a_parameter_pydantic_cannot_name_a_field_keeps_its_name() -> None:
+    # A leading underscore was pydantic's bare NameError ("Fields must not use names with
+    # leading underscores"), and ``json`` (renamed ``json_`` as a BaseModel attribute) beside a
+    # ``json_`` of its own was overwritten by it: the model was offered one of the two.
+    @tool
+    def lookup(key: str, json: bool = False, json_: int = 0, _trace: str = "") -> str:
+        """Look a key up."""
+        return f"{key} {json} {json_} {_trace!r}"
+
+    props = lookup.spec.parameters["properties"]
+    assert list(props) == ["key", "json", "json_", "_trace"]
+    agent = _agent(
+        [lookup],
+        tool_call("lookup", {"key": "k", "json": True, "json_": 3, "_trace": "t"}, id="c1"),
+        tool_call("lookup", {"key": "k"}, id="c2"),
+    )
+    await run_events(agent)
+    assert _results(agent) == {"c1": "k True 3 't'", "c2": "k False 0 ''"}
 
 
 def test_descriptions_from_a_numpy_docstring() -> None:

@@ -87,7 +87,19 @@ The OpenAI Agents SDK's ``needs_approval`` and Google ADK's ``require_confirmati
 
 # Docstring patterns, compiled by ``re`` on first use (and cached there) rather than at import:
 # compiling them costs ~1 ms that ``import adk`` would otherwise charge every program.
-_SECTION = r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$"
+# Google style's sections, as Sphinx's napoleon reads them: a parameter's help is under ``Args:``
+# (``Keyword Args:`` and ``Other Parameters:`` too, which ran on into the help of the parameter
+# before them); the others end it and stay out of the description, but for the admonitions
+# (``Warning:``, ``Important:``...), which are left in the summary that a model reads.
+_SECTION = (
+    r"^\s*(Args|Arguments|Parameters|Keyword Args|Keyword Arguments|Kwargs|Other Parameters"
+    r"|Returns?|Raises?|Yields?|Warns|Examples?|Notes?|Attributes|Methods|References|See Also"
+    r"|Todo):\s*$"
+)
+_ARG_SECTIONS = frozenset(
+    {"Args", "Arguments", "Parameters", "Keyword Args", "Keyword Arguments", "Kwargs",
+     "Other Parameters"}
+)  # fmt: skip
 # NumPy style: the header on a line of its own, underlined by dashes on the next line.
 _NUMPY_SECTION = (
     r"^\s*(Parameters|Other Parameters|Returns|Raises|Yields|Examples?|Notes?|See Also)\s*$"
@@ -149,7 +161,7 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 params[current] = ""
             elif current is not None and line.strip():
                 params[current] = f"{params[current]} {line.strip()}".strip()
-        elif section in ("Args", "Arguments", "Parameters"):
+        elif section in _ARG_SECTIONS:
             arg = re.match(_ARG_LINE, line)
             if arg and (not line.startswith((" ", "\t")) or current is None or _indent(line) <= 4):
                 current = arg.group(1)
@@ -573,6 +585,7 @@ class FunctionTool(Generic[_P, _R]):
         parameters = [
             param for param in inspect.signature(fn).parameters.values() if param.name not in bound
         ]
+        taken = {param.name for param in parameters}
         if parameters and _is_unbound_self(fn, parameters[0], hints):
             raise TypeError(
                 f"tool {tool_name!r}: its first parameter is {parameters[0].name!r}, so it is a "
@@ -595,8 +608,7 @@ class FunctionTool(Generic[_P, _R]):
                     else ""
                 )
                 raise TypeError(
-                    f"tool {tool_name!r}: *args/**kwargs cannot be described to a model"
-                    f"{unwrapped}"
+                    f"tool {tool_name!r}: *args/**kwargs cannot be described to a model{unwrapped}"
                 )
             if param.name in _CONTEXT_NAMES and param.name not in hints:
                 # With a default (``ctx=None``) a call does not fail: the framework never fills
@@ -628,8 +640,13 @@ class FunctionTool(Generic[_P, _R]):
                 # the ``FieldInfo`` itself as its value.
                 annotation, default = Annotated[annotation, default], PydanticUndefined
             # A parameter named like a BaseModel attribute (json, schema, copy...) gets another
-            # field name and keeps its own name as the alias the model sees.
-            field = f"{param.name}_" if hasattr(BaseModel, param.name) else param.name
+            # field name and keeps its own name as the alias the model sees; so does one with a
+            # leading underscore (``_cache``), which pydantic refuses as a field's name.
+            field = param.name
+            if hasattr(BaseModel, field) or field.startswith("_"):
+                field = f"p{field}_" if field.startswith("_") else f"{field}_"
+                while field in fields or field in taken or hasattr(BaseModel, field):
+                    field += "_"  # not another parameter's name (``json`` beside ``json_``)
             extra: dict[str, Any] = {}
             help_text = arg_help.get(param.name) or _annotated_help(annotation)
             if help_text:
