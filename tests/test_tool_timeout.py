@@ -286,3 +286,40 @@ def test_a_timed_out_sync_call_keeps_no_thread_of_the_loops_executor() -> None:
         assert answers == ["7"]
     finally:
         release.set()
+
+
+async def test_a_sync_generators_items_are_collected_in_its_thread_within_its_timeout() -> None:
+    """A sync generator function was called in its thread, which returned the generator at once:
+    its items were then read by the result's serialisation on the event loop, where a blocking
+    read stalled the run (and every other run of the loop) and no timeout could fire."""
+    loop_thread = threading.get_ident()
+    release = threading.Event()
+    finished = threading.Event()
+
+    @tool
+    def rows(count: int) -> Any:
+        """Read rows."""
+        for index in range(count):
+            yield {"row": index, "on_the_loop": threading.get_ident() == loop_thread}
+
+    @tool(timeout=0.05)
+    def slow_rows() -> Any:
+        """Read rows from a source that does not answer."""
+        yield "first"
+        release.wait(10)  # bounded so that a regression fails rather than hangs the suite
+        finished.set()
+        yield "late"
+
+    agent = _agent(
+        [rows, slow_rows],
+        tool_call("rows", {"count": 2}, id="c1"),
+        tool_call("slow_rows", {}, id="c2"),
+    )
+    events = await run_events(agent)
+    release.set()
+    await asyncio.to_thread(finished.wait)
+    assert _results(agent) == {
+        "c1": '[{"row":0,"on_the_loop":false},{"row":1,"on_the_loop":false}]',
+        "c2": "Error: tool 'slow_rows' timed out: no result within its limit of 0.05 s",
+    }
+    assert events[-1].error is None

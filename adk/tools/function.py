@@ -540,6 +540,10 @@ class FunctionTool(Generic[_P, _R]):
         self._emits_events = progress
         target = _target(fn)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+        # A sync generator function's items are collected where it runs (its worker thread):
+        # returned as the generator, it was run by the result's serialisation, on the event loop
+        # (a blocking read in it stalled every run) and past any timeout.
+        self._collects = inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(target)
         if timeout is not None and not thread and not self._is_async:
             # Run inline, the function holds the event loop until it returns: the timeout could
             # only fire after it, reporting a finished call as timed out.
@@ -737,6 +741,8 @@ class FunctionTool(Generic[_P, _R]):
             call: Callable[..., Any] = functools.partial(self.fn, *args)
         else:
             call = self.fn
+        if self._collects:
+            call = functools.partial(_collected, call)
         try:
             if self.timeout is not None:
                 return _serialise(await self._timed(call, kwargs, self.timeout))
@@ -911,6 +917,11 @@ def _in_own_thread(call: Callable[[], Any], tool_name: str) -> asyncio.Future[An
 
     threading.Thread(target=work, name=f"adk-tool-{tool_name}", daemon=True).start()
     return future
+
+
+def _collected(call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> list[Any]:
+    """The items a sync generator function yields, as the list its call returns."""
+    return list(call(*args, **kwargs))
 
 
 def _tool_label(name: object) -> str:
