@@ -475,6 +475,30 @@ def test_type_hints_that_cannot_be_resolved_are_refused_naming_the_tool() -> Non
     assert isinstance(refused.value.__cause__, NameError)
 
 
+def test_a_hint_naming_a_class_defined_below_the_tool_is_told_to_define_it_above() -> None:
+    # A model class defined at module level but below its tool is as unknown when the tool is
+    # made; the refusal said only "define the classes it names there" (at module level), where
+    # the class already was.
+    source = (
+        "from __future__ import annotations\n"
+        "import adk\n"
+        "from pydantic import BaseModel\n"
+        "@adk.tool\n"
+        "def create(customer: Customer) -> str:\n"
+        "    return customer.name\n"
+        "class Customer(BaseModel):\n"
+        "    name: str\n"
+    )
+    with pytest.raises(TypeError) as refused:
+        exec(compile(source, "customers.py", "exec"), {"__name__": "customers"})
+    assert str(refused.value) == (
+        "tool 'create': its type hints name 'Customer', which is not defined in its module: the "
+        "hints are read when the tool is made, so import it at module level (not only under "
+        "TYPE_CHECKING) and define the classes it names there, above the tool, not inside a "
+        "function"
+    )
+
+
 async def test_hints_imported_only_for_type_checking_refuse_only_what_the_tool_reads() -> None:
     """A ``ToolContext`` hint and a return hint whose imports type-checking linters moved under
     ``TYPE_CHECKING`` (tests/typing_only_tools.py) refused the whole tool: the return hint is not

@@ -275,7 +275,7 @@ def _type_hints(tool_name: str, target: Callable[..., Any]) -> dict[str, Any]:
                 f"tool {tool_name!r}: its type hints name {exc.name or 'something'!r}, which is not "
                 "defined in its module: the hints are read when the tool is made, so import it at "
                 "module level (not only under TYPE_CHECKING) and define the classes it names there, "
-                "not inside a function"
+                "above the tool, not inside a function"
             ) from exc
     return hints
 
