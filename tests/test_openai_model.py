@@ -2954,3 +2954,31 @@ async def test_text_holding_lone_surrogates_is_sent_with_each_as_a_replacement_c
     assert "hi \ufffd \U0001f600" in sent
     assert "hm \ufffd" in sent
     assert "seen \ufffd" in sent
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_refusal_placing_a_tool_by_its_index_names_the_tool(api: str) -> None:
+    """OpenAI refuses a tool description over 1,024 characters (a docstring's summary is easily
+    that), placing it by its index, "Invalid 'tools[1].function.description'": a user who gave
+    functions could only count the tools out. The error names the tool at that index."""
+    field = "tools[1].function.description" if api == "chat" else "tools[1].description"
+    said = (
+        f"Invalid '{field}': string too long. Expected a string with maximum length 1024, but "
+        "got a string with length 1800 instead."
+    )
+    tools = [
+        ToolSpec(name="search", description="Search."),
+        ToolSpec(name="summarise", description="Summarise. " * 180),
+    ]
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(status=400, error=said, error_param=field, error_code="string_above_max_length"),
+            Reply(status=400, error="Invalid 'tools[7].function.parameters': bad."),
+        )
+        async with make_model(server, api) as model:
+            with pytest.raises(ModelError) as refused:
+                await model.generate([Message.user("hi")], tools=tools)
+            assert str(refused.value).endswith(f"{said} (tools[1] is tool 'summarise')")
+            with pytest.raises(ModelError) as refused:  # an index the request has not: as said
+                await model.generate([Message.user("hi")], tools=tools)
+            assert str(refused.value).endswith("Invalid 'tools[7].function.parameters': bad.")

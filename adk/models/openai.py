@@ -803,10 +803,16 @@ class OpenAIChatModel(SharedCloseable):
     def _failure_of(self, request: dict[str, Any], exc: Exception, attempts: int) -> Exception:
         """``_failure`` of a call sending ``request``, naming the model it asked for (read only
         when it failed)."""
-        return self._failure(exc, attempts, model=_model_asked(request))
+        return self._failure(exc, attempts, model=_model_asked(request), request=request)
 
     def _failure(
-        self, exc: Exception, attempts: int, *, after_chunks: int = 0, model: str | None = None
+        self,
+        exc: Exception,
+        attempts: int,
+        *,
+        after_chunks: int = 0,
+        model: str | None = None,
+        request: dict[str, Any] | None = None,
     ) -> Exception:
         """The error to raise for a call that failed for good. Errors that are not about the call
         (a bug, a bad argument caught by the SDK) pass through unchanged.
@@ -815,7 +821,8 @@ class OpenAIChatModel(SharedCloseable):
         without choices) is not retried: it is a server or proxy answering the wrong thing, which
         asking again rarely changes, and the message quotes what came instead. One holding an
         error whose code is a transient status is retried as that status is (``_is_transient``).
-        ``model``: the model the call asked for (``_model_asked``), named in the error."""
+        ``model``: the model the call asked for (``_model_asked``), named in the error;
+        ``request``, the request refused, whose tool a refusal naming ``tools[N]`` names."""
         model = self.model_name if model is None else model
         where = f"{self._endpoint} call to {self._shown_url} (model {model!r})"
         if after_chunks:
@@ -851,8 +858,11 @@ class OpenAIChatModel(SharedCloseable):
                 if status == 404
                 else ""
             )
+            named = _tool_named(said, request)
             return self._quoting(
-                ModelError(f"{where} HTTP {status}: {said}{tries}{wait}{check}", status=status),
+                ModelError(
+                    f"{where} HTTP {status}: {said}{named}{tries}{wait}{check}", status=status
+                ),
                 said,
                 exc,
                 cut,
@@ -1504,6 +1514,26 @@ def _extra_model(options: ModelOptions | None) -> str | None:
     own), or None."""
     asked = options.extra.get("model") if options is not None and options.extra else None
     return asked if isinstance(asked, str) else None
+
+
+_TOOL_PLACE = r"\btools\[(\d{1,4})\]"
+
+
+def _tool_named(said: str, request: dict[str, Any] | None) -> str:
+    """`` (tools[3] is tool 'search')`` for a refusal that places what it refuses by the tool's
+    index in the request (OpenAI's "Invalid 'tools[3].function.description': string too long",
+    its 1,024-character limit on a description, a docstring's summary easily past it), which
+    the user, who gave the tools as functions, could only count out; else ``""``."""
+    found = re.search(_TOOL_PLACE, said) if request is not None else None
+    tools = request.get("tools") if request is not None else None
+    if found is None or not isinstance(tools, list) or int(found.group(1)) >= len(tools):
+        return ""
+    entry = tools[int(found.group(1))]
+    if not isinstance(entry, dict):
+        return ""
+    inner = entry.get("function")  # Chat's shape; the Responses API's names it in the entry
+    name = (inner if isinstance(inner, dict) else entry).get("name")
+    return f" ({found.group(0)} is tool {name!r})" if isinstance(name, str) else ""
 
 
 def _model_asked(request: dict[str, Any]) -> str:
