@@ -742,6 +742,50 @@ _RETURNED: list[Any] = [
 ]
 
 
+async def test_an_iterator_a_sync_function_returns_is_read_in_its_thread() -> None:
+    # ``return map(fetch, ids)`` or a generator expression came back unread from the worker
+    # thread and was read by the result's serialisation on the event loop (a blocking fetch
+    # stalled every run there); a range or a dict's keys read as their repr, dict_keys([...]).
+    loop_thread = threading.get_ident()
+
+    def fetch(item: int) -> dict[str, Any]:
+        return {"item": item, "on_the_loop": threading.get_ident() == loop_thread}
+
+    @tool
+    def mapped(count: int) -> Any:
+        """Fetch items."""
+        return map(fetch, range(count))
+
+    @tool
+    def expression(count: int) -> Any:
+        """Fetch items."""
+        return (fetch(item) for item in range(count))
+
+    @tool
+    def views() -> Any:
+        """Stock."""
+        stock = {"apples": 3}
+        return {
+            "names": stock.keys(),
+            "counts": stock.values(),
+            "rows": stock.items(),
+            "r": range(2),
+        }
+
+    agent = _agent(
+        [mapped, expression, views],
+        tool_call("mapped", {"count": 2}, id="c1"),
+        tool_call("expression", {"count": 1}, id="c2"),
+        tool_call("views", {}, id="c3"),
+    )
+    await run_events(agent)
+    assert _results(agent) == {
+        "c1": '[{"item":0,"on_the_loop":false},{"item":1,"on_the_loop":false}]',
+        "c2": '[{"item":0,"on_the_loop":false}]',
+        "c3": '{"names":["apples"],"counts":[3],"rows":[["apples",3]],"r":[0,1]}',
+    }
+
+
 async def test_each_kind_of_return_value_reads_as_its_json() -> None:
     """A tool's value reaches the model as ``to_json`` writes it, whichever path ``_serialise``
     takes for its type (an exact int is written by ``str``, the plain JSON types skip the model

@@ -30,7 +30,8 @@ import inspect
 import math
 import re
 import threading
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, ItemsView, KeysView, ValuesView
 from types import SimpleNamespace, UnionType
 from typing import (
     TYPE_CHECKING,
@@ -403,12 +404,21 @@ def _serialise(value: Any) -> str | ToolResult:
         if value is None:
             return ""
     try:
-        return pydantic_core.to_json(value, fallback=str).decode()
+        return pydantic_core.to_json(value, fallback=_unwritten).decode()
     except (pydantic_core.PydanticSerializationError, ValueError):
         return str(value)
 
 
 _PART_CLASSES = frozenset({ImagePart, AudioPart, FilePart})
+
+
+def _unwritten(value: Any) -> Any:
+    """What JSON cannot hold, as the model reads it: a ``range`` or a dict's keys, values or
+    items (``return stock.keys()``) as the list they hold, not ``dict_keys(['a', 'b'])``; else
+    its ``str()``."""
+    if isinstance(value, (range, KeysView, ValuesView, ItemsView)):
+        return list(value)
+    return str(value)
 
 
 class _ModelResult(ToolResult):
@@ -540,10 +550,6 @@ class FunctionTool(Generic[_P, _R]):
         self._emits_events = progress
         target = _target(fn)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
-        # A sync generator function's items are collected where it runs (its worker thread):
-        # returned as the generator, it was run by the result's serialisation, on the event loop
-        # (a blocking read in it stalled every run) and past any timeout.
-        self._collects = inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(target)
         if timeout is not None and not thread and not self._is_async:
             # Run inline, the function holds the event loop until it returns: the timeout could
             # only fire after it, reporting a finished call as timed out.
@@ -741,17 +747,17 @@ class FunctionTool(Generic[_P, _R]):
             call: Callable[..., Any] = functools.partial(self.fn, *args)
         else:
             call = self.fn
-        if self._collects:
-            call = functools.partial(_collected, call)
         try:
             if self.timeout is not None:
                 return _serialise(await self._timed(call, kwargs, self.timeout))
             if self._is_async:
                 return _serialise(await call(**kwargs))
             if self._thread:
-                value = await asyncio.to_thread(call, **kwargs)
+                value = await asyncio.to_thread(_read, call, **kwargs)
             else:
                 value = call(**kwargs)
+                if type(value) in _LAZY:
+                    value = list(value)
             if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
                 value = await value
         except Interrupt as exc:
@@ -773,7 +779,7 @@ class FunctionTool(Generic[_P, _R]):
             async with scope:
                 if self._is_async:
                     return await call(**kwargs)
-                value = await _in_own_thread(functools.partial(call, **kwargs), self.name)
+                value = await _in_own_thread(functools.partial(_read, call, **kwargs), self.name)
                 if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
                     value = await value
                 return value
@@ -919,9 +925,18 @@ def _in_own_thread(call: Callable[[], Any], tool_name: str) -> asyncio.Future[An
     return future
 
 
-def _collected(call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> list[Any]:
-    """The items a sync generator function yields, as the list its call returns."""
-    return list(call(*args, **kwargs))
+_LAZY = frozenset({types.GeneratorType, map, filter, zip, enumerate, reversed})
+"""Iterators a sync function returns unread: a generator function's generator, ``return
+map(fetch, ids)``, a generator expression. ``_read`` reads them in the function's thread; returned
+as they were, the result's serialisation read them on the event loop, where a blocking step in
+them (a file, a paged query, the ``fetch``) stalled every run and no ``timeout=`` could fire."""
+
+
+def _read(call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """A sync function's value, an iterator it returns unread (``_LAZY``) read into a list where
+    the function ran."""
+    value = call(*args, **kwargs)
+    return list(value) if type(value) in _LAZY else value
 
 
 def _tool_label(name: object) -> str:
