@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 from conftest import ChatActor, crunch, pay
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
+from upgrade_scenarios import Asker as _Asker
+from upgrade_scenarios import fix, lookup
 
 from adk import (
     AgentEvent,
     AgentTool,
+    FunctionTool,
     Interrupt,
     Resources,
     Runner,
@@ -36,7 +39,7 @@ from adk.actions import (
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, from_json_value
 from adk.execution import LocalExecutionEnvironment
-from adk.messages import Message, ToolCall
+from adk.messages import Message
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tools.base import ToolContext, ToolResult, ToolSpec
 from prebuilt import ReActAgent
@@ -233,20 +236,6 @@ class _Structured:
         return ToolResult(content="plain")
 
 
-class _Asker(ActionAgent):
-    @action(InputEvent)
-    @staticmethod
-    def ask(event: InputEvent, ctx: ActionContext) -> None:
-        names = event.input.split()
-        calls = [ToolCall(id=f"c{i}", name=name, arguments="{}") for i, name in enumerate(names)]
-        ctx.send_event(ToolRequestEvent(tool_calls=calls))
-
-    @action(ToolResponseEvent)
-    @staticmethod
-    def answered(event: ToolResponseEvent, ctx: ActionContext) -> None:
-        ctx.send_event(OutputEvent(output=event.structured))
-
-
 def _structured_tools(*names: str) -> Resources:
     """Resources holding a ``_Structured`` tool of each of ``names``."""
     resources = Resources()
@@ -413,19 +402,6 @@ async def test_a_round_paused_by_a_call_saves_the_others_values_a_checkpoint_can
     assert resumed.output == [{"answer": 42, "ratio": 0.5}, None, None]
 
 
-class _Site(BaseModel):
-    """A function tool's result, not registered: a checkpoint keeps it as its fields."""
-
-    site: str
-    limit: float = 70.0
-
-
-@tool
-def lookup() -> _Site:
-    """Look the device up."""
-    return _Site(site="north")
-
-
 class _Since(_Structured):
     """When the device last reported: a value with a datetime, which pydantic writes as text."""
 
@@ -464,29 +440,28 @@ async def test_a_react_agents_saved_tool_result_keeps_its_models_fields_at_their
     unregistered model: the checkpoint kept it as its fields, but not those at their defaults
     (pydantic's exclude_defaults, meant for the message's own fields, reached into it), so the
     resumed history's tool message read ``{"site": "north"}``, its ``limit`` gone."""
+    assert await _saved_by_a_react_agent(lookup) == [{"site": "north", "limit": 70.0}]
 
-    @tool(require_approval=True)
-    def fix() -> str:
-        """Fix the device (a person approves it)."""
-        return "fixed"
+
+async def _saved_by_a_react_agent(looked_up: FunctionTool[[], Any]) -> list[Any]:
+    """The structured values a ``ReActAgent``'s checkpoint saved for ``looked_up``'s call, its
+    round paused beside a call of ``fix`` (which a person approves)."""
+    name = looked_up.spec.name
 
     def model(messages: list[Message]) -> Reply | str:
         if messages[-1].role == "tool":
             return "done"
-        return Reply(tool_calls=[tool_call("lookup", {}), tool_call("fix", {})])
+        return Reply(tool_calls=[tool_call(name, {}), tool_call("fix", {})])
 
     store = InMemoryCheckpointStore()
-    runner = Runner(ReActAgent("r", ScriptedModel(model), tools=[lookup, fix]), store)
-    paused = await runner.invoke("go", checkpoint_id="c1")
-    assert paused.interrupt is not None
+    runner = Runner(ReActAgent("r", ScriptedModel(model), tools=[looked_up, fix]), store)
+    assert (await runner.invoke("go", checkpoint_id="c1")).interrupt is not None
     body = decode_checkpoint((await store.get("c1")) or b"", "c1")
-    saved = from_json_value(body["history"])
-    found = [
+    return [
         message.metadata["structured"]
-        for message in _messages_in(saved)
-        if message.name == "lookup" and message.role == "tool"
+        for message in _messages_in(from_json_value(body["history"]))
+        if message.name == name and message.role == "tool"
     ]
-    assert found == [{"site": "north", "limit": 70.0}]
 
 
 class _Reading(BaseModel):
@@ -530,26 +505,7 @@ async def test_an_unregistered_models_saved_fields_are_named_as_a_react_agents_c
     runner = Runner(_Asker("asker", resources=resources), InMemoryCheckpointStore())
     assert (await runner.invoke("gauge ask", checkpoint_id="c1")).interrupt is not None
     [acted, _] = (await runner.invoke_resume("c1", True)).output
-
-    @tool(require_approval=True)
-    def fix() -> str:
-        """Fix the device (a person approves it)."""
-        return "fixed"
-
-    def model(messages: list[Message]) -> Reply | str:
-        if messages[-1].role == "tool":
-            return "done"
-        return Reply(tool_calls=[tool_call("gauge", {}), tool_call("fix", {})])
-
-    store = InMemoryCheckpointStore()
-    react = Runner(ReActAgent("r", ScriptedModel(model), tools=[gauge, fix]), store)
-    assert (await react.invoke("go", checkpoint_id="c1")).interrupt is not None
-    body = decode_checkpoint((await store.get("c1")) or b"", "c1")
-    [reacted] = [
-        message.metadata["structured"]
-        for message in _messages_in(from_json_value(body["history"]))
-        if message.name == "gauge" and message.role == "tool"
-    ]
+    [reacted] = await _saved_by_a_react_agent(gauge)
     assert reacted == {"level": 3, "reading": {"Site": "north", "Limit": 70.0}}
     assert acted == reacted
 

@@ -12,6 +12,8 @@ pause and at its own resume of the same bytes (over SQLite) to ``tests/fixtures/
     PYTHONPATH=/tmp/pyadk-old python tests/upgrade_scenarios.py <commit>
 
 The code here runs on the pyadk of 28 Nov (``fcb362c``) as on this one: it uses nothing newer.
+``tests/test_action_tool_events.py`` takes its ``Asker``, ``lookup`` and ``fix`` from here (this
+file imports nothing of the tests, so that it runs alone against an older pyadk).
 """
 
 from __future__ import annotations
