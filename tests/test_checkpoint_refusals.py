@@ -59,6 +59,20 @@ def _clerk(model: ScriptedModel, *tools: adk.Tool) -> ReActAgent:
     return ReActAgent("clerk", model, tools=list(tools) or [pay])
 
 
+def _slow_pay(started: asyncio.Event, release: asyncio.Event) -> adk.Tool:
+    """``pay``, which sets ``started`` once it runs and pays only when ``release`` is set, so a
+    resume that runs it keeps running until the test sets ``release``."""
+
+    @adk.tool(require_approval=True, name="pay")
+    async def slow_pay(payee: str) -> str:
+        """Pay someone; a person approves each call."""
+        started.set()
+        await release.wait()
+        return f"paid {payee}"
+
+    return slow_pay
+
+
 def _paying_model() -> ScriptedModel:
     return ScriptedModel([Reply(tool_calls=[tool_call("pay", {"payee": "bob"})]), "Paid."])
 
@@ -114,15 +128,7 @@ async def test_not_found_a_checkpoint_never_saved_or_resumed_to_its_end(
 
 async def test_busy_a_checkpoint_another_resume_runs_now(store: SQLiteCheckpointStore) -> None:
     started, release = asyncio.Event(), asyncio.Event()
-
-    @adk.tool(require_approval=True, name="pay")
-    async def slow_pay(payee: str) -> str:
-        """Pay someone; a person approves each call."""
-        started.set()
-        await release.wait()
-        return f"paid {payee}"
-
-    runner = Runner(_clerk(_paying_model(), slow_pay), checkpoint_store=store)
+    runner = Runner(_clerk(_paying_model(), _slow_pay(started, release)), checkpoint_store=store)
     paused = await _paused(runner)
     first = asyncio.create_task(runner.invoke_resume(paused, True))
     try:
@@ -283,15 +289,7 @@ async def test_id_taken_a_new_run_under_the_id_a_resume_runs_now(
     store: SQLiteCheckpointStore,
 ) -> None:
     started, release = asyncio.Event(), asyncio.Event()
-
-    @adk.tool(require_approval=True, name="pay")
-    async def slow_pay(payee: str) -> str:
-        """Pay someone; a person approves each call."""
-        started.set()
-        await release.wait()
-        return f"paid {payee}"
-
-    runner = Runner(_clerk(_paying_model(), slow_pay), checkpoint_store=store)
+    runner = Runner(_clerk(_paying_model(), _slow_pay(started, release)), checkpoint_store=store)
     await runner.invoke("pay bob", checkpoint_id="conv-1")
     resuming = asyncio.create_task(runner.invoke_resume("conv-1", True))
     model = _paying_model()
