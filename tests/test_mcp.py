@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +29,14 @@ import pytest
 import pytest_asyncio
 from conftest import pid_exists, wire_model
 from mcp.types import LATEST_PROTOCOL_VERSION
-from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port, session_tasks
+from mcp_servers.process import (
+    STDIO_SCRIPT,
+    HTTPServerProcess,
+    closed_port,
+    http_process_fixture,  # noqa: F401  (fixture)
+    session_tasks,
+    sse_process_fixture,  # noqa: F401  (fixture)
+)
 from openai_server import Call as OpenAICall
 from openai_server import OpenAIServer
 from openai_server import Reply as OpenAIReply
@@ -129,22 +136,6 @@ def errors_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 # -- servers -------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def http_process() -> Iterator[HTTPServerProcess]:
-    process = HTTPServerProcess()
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def sse_process() -> Iterator[HTTPServerProcess]:
-    process = HTTPServerProcess(sse=True)
-    process.start()
-    yield process
-    process.stop()
-
-
 def server_for(transport: str, http_process: HTTPServerProcess) -> StdioServer | HTTPServer:
     if transport == "stdio":
         return stdio()

@@ -21,7 +21,12 @@ from typing import Any
 import httpcore2
 import pytest
 import pytest_asyncio
-from mcp_servers.process import HTTPServerProcess, closed_port
+from mcp_servers.process import (
+    HTTPServerProcess,
+    closed_port,
+    http_process_fixture,  # noqa: F401  (fixture)
+    sse_process_fixture,  # noqa: F401  (fixture)
+)
 from tls_helpers import CertificateAuthority, ConnectProxy, ForwardProxy, make_ca
 
 from adk.mcp import HTTPServer, MCPConnectionError, MCPToolset, SSEServer
@@ -37,22 +42,6 @@ def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in _VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
-
-
-@pytest.fixture(scope="module")
-def http_process() -> Iterator[HTTPServerProcess]:
-    process = HTTPServerProcess()
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def sse_process() -> Iterator[HTTPServerProcess]:
-    process = HTTPServerProcess(sse=True)
-    process.start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture(scope="module")

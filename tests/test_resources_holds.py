@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from conftest import pid_exists, wire_model
-from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, session_tasks
+from mcp_servers.process import (
+    STDIO_SCRIPT,
+    HTTPServerProcess,
+    http_process_fixture,  # noqa: F401  (fixture)
+    session_tasks,
+)
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
 
@@ -26,14 +30,6 @@ from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest.fixture(scope="module")
-def http_process() -> Iterator[HTTPServerProcess]:
-    process = HTTPServerProcess()
-    process.start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture(params=["stdio", "http"])

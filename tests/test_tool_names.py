@@ -13,12 +13,15 @@ import asyncio
 import json
 import sys
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from conftest import ChatActor, ScriptAgent, run_events
-from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
+from mcp_servers.process import (
+    STDIO_SCRIPT,
+    HTTPServerProcess,
+    http_process_fixture,  # noqa: F401  (fixture)
+)
 from pydantic import ValidationError
 
 import adk
@@ -81,14 +84,6 @@ class _Offers:
 
 def _narrow(kind: str) -> StdioServer:
     return StdioServer(sys.executable, [str(STDIO_SCRIPT.parent / "narrow_server.py"), kind])
-
-
-@pytest.fixture(scope="module")
-def http_process() -> Iterator[HTTPServerProcess]:
-    process = HTTPServerProcess()
-    process.start()
-    yield process
-    process.stop()
 
 
 # -- ReActAgent: tools given in code fail when the agent is made ----------------------------------

@@ -17,13 +17,21 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pytest
 from services import hold_port
 
-__all__ = ["STDIO_SCRIPT", "HTTPServerProcess", "closed_port", "session_tasks"]
+__all__ = [
+    "STDIO_SCRIPT",
+    "HTTPServerProcess",
+    "closed_port",
+    "http_process_fixture",
+    "session_tasks",
+    "sse_process_fixture",
+]
 
 _HERE = Path(__file__).resolve().parent
 STDIO_SCRIPT = _HERE / "stdio_server.py"
@@ -189,6 +197,26 @@ class HTTPServerProcess:
         errors, self._stderr = self._stderr, None
         if errors is not None:
             errors.end(_STDERR_ENDED)
+
+
+@pytest.fixture(name="http_process", scope="module")
+def http_process_fixture() -> Iterator[HTTPServerProcess]:
+    """The demo server over streamable HTTP, one process for a test module's tests. A module
+    brings it in with ``from mcp_servers.process import http_process_fixture``; the fixture's
+    name differs from the function's so a test's ``http_process`` parameter shadows no import."""
+    process = HTTPServerProcess()
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(name="sse_process", scope="module")
+def sse_process_fixture() -> Iterator[HTTPServerProcess]:
+    """The demo server over SSE, one process for a test module's tests (as ``http_process``)."""
+    process = HTTPServerProcess(sse=True)
+    process.start()
+    yield process
+    process.stop()
 
 
 class _StderrCopy:
