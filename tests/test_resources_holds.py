@@ -55,6 +55,20 @@ def pids(result: RunResult) -> list[int]:
     ]
 
 
+async def request(agent: ReActAgent, resources: Resources | None, closes: str) -> list[int]:
+    """One request of a service: a runner of ``agent`` over ``resources`` asks which process
+    serves it and is closed at the request's end, in ``async with`` for ``closes == "async
+    with"``, else by hand (``aclose``); what its ``pid`` calls answered."""
+    if closes == "async with":
+        async with Runner(agent, resources=resources) as runner:
+            return pids(await runner.invoke("which process?"))
+    runner = Runner(agent, resources=resources)
+    try:
+        return pids(await runner.invoke("which process?"))
+    finally:
+        await runner.aclose()
+
+
 def shared_resources(server: Any) -> tuple[Resources, MCPToolset]:
     resources = Resources()
     return resources, resources.add_mcp("demo", server)
@@ -81,15 +95,7 @@ async def test_shared_resources_survive_a_runner_per_request(
     async with life:
         for _ in range(3):
             agent = ReActAgent("clerk", asks_pid(), tools=["pid"])
-            if request_closes == "async with":
-                async with Runner(agent, resources=resources) as runner:
-                    served += pids(await runner.invoke("which process?"))
-            else:
-                runner = Runner(agent, resources=resources)
-                try:
-                    served += pids(await runner.invoke("which process?"))
-                finally:
-                    await runner.aclose()
+            served += await request(agent, resources, request_closes)
             sessions.add(id(toolset._session))
             assert len(session_tasks(server)) == 1  # still open between requests
         assert len(sessions) == 1  # one session served every request
@@ -271,15 +277,7 @@ async def test_a_toolset_of_held_resources_given_to_the_agents_stays_open(server
         for closes in ("async with", "aclose", "aclose without resources"):
             agent = ReActAgent("clerk", asks_pid(), tools=[toolset])
             given = None if closes == "aclose without resources" else resources
-            if closes == "async with":
-                async with Runner(agent, resources=given) as runner:
-                    served += pids(await runner.invoke("which process?"))
-            else:
-                runner = Runner(agent, resources=given)
-                try:
-                    served += pids(await runner.invoke("which process?"))
-                finally:
-                    await runner.aclose()
+            served += await request(agent, given, closes)
             assert len(session_tasks(server)) == 1, closes  # still open between requests
         async with toolset:  # a block on the toolset leaves it to the holder of the resources
             pass
