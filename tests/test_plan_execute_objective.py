@@ -22,6 +22,14 @@ def _research(planner_model: ScriptedModel, executor_model: ScriptedModel) -> Pl
     )
 
 
+def _objectives(executor_model: ScriptedModel) -> list[str]:
+    """The objective each request to the executor's model gave (its prompt up to the plan)."""
+    return [
+        request.messages[-1].content.split("\n\nPlan (remaining steps):")[0]
+        for request in executor_model.requests
+    ]
+
+
 async def test_a_worker_plan_execute_objective_leaves_out_the_supervisors_transfers() -> None:
     # A supervisor says what it wants and transfers in one message (and, as models do, asks for
     # a second transfer beside it). The objective every executor and replanner prompt repeats
@@ -83,11 +91,7 @@ async def test_a_worker_delegated_to_again_takes_the_new_delegation_as_its_objec
     result = await Runner(Supervisor(manager, [research])).invoke("Price our drinks.")
 
     assert result.text == "Tea 4, coffee 3, cocoa 2."
-    objectives = [
-        request.messages[-1].content.split("\n\nPlan (remaining steps):")[0]
-        for request in executor_model.requests
-    ]
-    assert objectives == [
+    assert _objectives(executor_model) == [
         "Objective:\nPrice our drinks.\nFor context: [manager] said: Research tea prices.",
         "Objective:\nFor context: [manager] said: Now research coffee prices.",
         "Objective:\nFor context: [manager] said: Last, cocoa.",
@@ -197,10 +201,7 @@ async def test_a_worker_in_a_carried_conversation_reads_since_its_turn() -> None
     second = await runner.invoke([*first.messages, Message.user("And coffee?")])
 
     assert second.text == "Coffee is 3 EUR."
-    objectives = [
-        request.messages[-1].content.split("\n\nPlan (remaining steps):")[0]
-        for request in executor_model.requests
-    ]
+    objectives = _objectives(executor_model)
     assert objectives == [
         "Objective:\nPrice our tea.\nFor context: [manager] said: Research tea prices.",
         "Objective:\nFor context: [manager] said: Tea is 4 EUR..\nAnd coffee?\n"
