@@ -167,6 +167,29 @@ async def test_a_pydantic_field_as_a_default_is_the_field_it_describes() -> None
     assert results["c3"] == "Error: invalid arguments for tool 'search': region: Field required"
 
 
+@pytest.mark.parametrize(
+    "given", [Field(5, alias="amount"), Field(5, validation_alias="amount")], ids=["alias", "va"]
+)
+def test_a_field_default_naming_the_parameter_otherwise_is_refused(given: Any) -> None:
+    # The model was offered "amount", while the approval request, a require_approval function
+    # and the edit note named the argument "cents": a person's edit of the request, by its
+    # names, was validated with "cents" silently dropped (a field's own name is no extra), and
+    # the call ran with the default 5, the model told it ran with the edited amount.
+    def pay(payee: str, cents: int = given) -> str:
+        return payee
+
+    with pytest.raises(
+        TypeError, match=r"tool 'pay': parameter 'cents': its Field names it 'amount'.*own name"
+    ):
+        FunctionTool(pay)
+
+    def refund(payee: str, cents: Annotated[int, Field(alias="amount")] = 5) -> str:
+        return payee
+
+    with pytest.raises(TypeError, match=r"tool 'refund': parameter 'cents': .* 'amount'"):
+        FunctionTool(refund)
+
+
 def test_descriptions_from_a_rest_docstring() -> None:
     @tool
     async def forecast(city: str, days: int = 2) -> str:

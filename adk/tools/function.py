@@ -674,6 +674,23 @@ class FunctionTool(Generic[_P, _R]):
             )
         except PydanticUserError as exc:  # no schema, or a type pydantic refuses (TypedDict)
             raise _unshowable(tool_name, fields, names, exc) from exc
+        for field, param_name in names:
+            # A Field's alias (in the default or ``Annotated``) would have the model give the
+            # argument under another name than the approval request, a ``require_approval``
+            # function and an edit's note show it by; an edit by the request's names then lost
+            # that argument without a word (a field's own name is no extra to pydantic).
+            info = self._args_model.model_fields[field]
+            other = next(
+                (a for a in (info.alias, info.validation_alias) if a not in (None, param_name)),
+                None,
+            )
+            if other is not None:
+                fix = f"rename the parameter {other!r} instead" if isinstance(other, str) else ""
+                raise TypeError(
+                    f"tool {tool_name!r}: parameter {param_name!r}: its Field names it {other!r}, "
+                    "but the model gives every argument under the parameter's own name; drop the "
+                    f"alias{' or ' + fix if fix else ''}"
+                )
         self._field_names = tuple(names)
         # No parameter renamed: the validated instance's ``__dict__`` is the arguments by name.
         self._same_names = all(field == param for field, param in names)
