@@ -8,6 +8,7 @@ call waits on an event that is never set (or set only after the run)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -323,3 +324,41 @@ async def test_a_sync_generators_items_are_collected_in_its_thread_within_its_ti
         "c2": "Error: tool 'slow_rows' timed out: no result within its limit of 0.05 s",
     }
     assert events[-1].error is None
+
+
+async def test_a_sync_generator_given_up_is_closed_at_its_next_item() -> None:
+    """A sync generator's thread read it on after its call was given up (timed out, or the run
+    cancelled): an endless one (a feed, a poll) grew its list until memory ran out, and its
+    ``finally`` (a cursor, a file) never ran. Read item by item, it is closed at the next one."""
+    stop = threading.Event()  # ends the generators should they never be closed (a regression)
+    closed = {"timed": threading.Event(), "untimed": threading.Event()}
+    started = threading.Event()
+
+    def feed(which: str) -> Any:
+        try:
+            while not stop.wait(0.001):
+                started.set()
+                yield which
+        finally:
+            closed[which].set()
+
+    timed = FunctionTool(functools.partial(feed, "timed"), name="timed", timeout=0.05)
+    untimed = FunctionTool(functools.partial(feed, "untimed"), name="untimed")
+    try:
+        agent = _agent([timed], tool_call("timed", {}, id="c1"))
+        await run_events(agent)
+        assert _results(agent) == {
+            "c1": "Error: tool 'timed' timed out: no result within its limit of 0.05 s"
+        }
+        assert await asyncio.to_thread(closed["timed"].wait, 10)
+
+        started.clear()
+        agent = _agent([untimed], tool_call("untimed", {}, id="c1"))
+        run = asyncio.ensure_future(run_events(agent))
+        assert await asyncio.to_thread(started.wait, 10)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert await asyncio.to_thread(closed["untimed"].wait, 10)
+    finally:
+        stop.set()

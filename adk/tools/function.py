@@ -770,7 +770,11 @@ class FunctionTool(Generic[_P, _R]):
             if self._is_async:
                 return _serialise(await call(**kwargs))
             if self._thread:
-                value = await asyncio.to_thread(_read, call, **kwargs)
+                given_up: list[bool] = []  # told to the thread reading a lazy result (``_read``)
+                try:
+                    value = await asyncio.to_thread(_read, call, given_up, **kwargs)
+                finally:
+                    given_up.append(True)
             else:
                 value = call(**kwargs)
                 if type(value) in _LAZY:
@@ -796,7 +800,13 @@ class FunctionTool(Generic[_P, _R]):
             async with scope:
                 if self._is_async:
                     return await call(**kwargs)
-                value = await _in_own_thread(functools.partial(_read, call, **kwargs), self.name)
+                given_up: list[bool] = []
+                try:
+                    value = await _in_own_thread(
+                        functools.partial(_read, call, given_up, **kwargs), self.name
+                    )
+                finally:
+                    given_up.append(True)
                 if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
                     value = await value
                 return value
@@ -949,11 +959,22 @@ as they were, the result's serialisation read them on the event loop, where a bl
 them (a file, a paged query, the ``fetch``) stalled every run and no ``timeout=`` could fire."""
 
 
-def _read(call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+def _read(call: Callable[..., Any], given_up: list[bool], /, *args: Any, **kwargs: Any) -> Any:
     """A sync function's value, an iterator it returns unread (``_LAZY``) read into a list where
-    the function ran."""
+    the function ran. Once ``given_up`` holds anything (the call timed out, or its run was
+    cancelled) the reading stops at the next item and a generator is closed (its ``finally``
+    runs): read on, an endless one (a feed, a poll) grew its list until memory ran out."""
     value = call(*args, **kwargs)
-    return list(value) if type(value) in _LAZY else value
+    if type(value) not in _LAZY:
+        return value
+    items = []
+    for item in value:
+        if given_up:
+            if type(value) is types.GeneratorType:
+                value.close()
+            return None  # no one waits for it
+        items.append(item)
+    return items
 
 
 def _tool_label(name: object) -> str:
