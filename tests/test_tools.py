@@ -212,6 +212,37 @@ def test_descriptions_from_a_rest_docstring() -> None:
     assert spec.parameters["required"] == ["city"]
 
 
+def test_a_section_word_indented_in_a_parameters_help_is_its_help() -> None:
+    # A header indented under a parameter ("See Also:", "Note:" inside its help) ended the
+    # Args section: the rest of that help and every parameter below it lost their help.
+    # napoleon reads a section only at the section's own indent.
+    @tool
+    def search(query: str, limit: int = 10, region: str = "eu") -> str:
+        """Search.
+
+        Args:
+            query: What to look for.
+            limit: How many results.
+                See Also:
+                    the paging guide.
+            region: Where to search.
+                Note:
+                    eu or us.
+
+        Returns:
+            The results.
+        """
+        return query
+
+    props = search.spec.parameters["properties"]
+    assert {name: prop.get("description") for name, prop in props.items()} == {
+        "query": "What to look for.",
+        "limit": "How many results. See Also: the paging guide.",
+        "region": "Where to search. Note: eu or us.",
+    }
+    assert search.spec.description == "Search."
+
+
 def test_google_keyword_args_and_other_sections_are_sections() -> None:
     # napoleon's "Keyword Args:" ran on into the help of the parameter before it ("The city
     # name. Keyword Args:"), and first in the docstring it was the description, its

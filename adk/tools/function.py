@@ -128,13 +128,16 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     params: dict[str, str] = {}
     section: str | None = None
     current: str | None = None
+    arg_indent = 0  # the indent of the line naming ``current`` in an Args section
     skip_rule = False
     for index, line in enumerate(lines):
         if skip_rule:
             skip_rule = False
             continue
         header = re.match(_SECTION, line)
-        if header:
+        if header and not (
+            section in _ARG_SECTIONS and current is not None and _indent(line) > arg_indent
+        ):  # indented below a parameter ("Note:" in its help), napoleon reads it as its help
             section, current = header.group(1), None
             continue
         numpy = re.match(_NUMPY_SECTION, line)
@@ -165,7 +168,7 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         elif section in _ARG_SECTIONS:
             arg = re.match(_ARG_LINE, line)
             if arg and (not line.startswith((" ", "\t")) or current is None or _indent(line) <= 4):
-                current = arg.group(1)
+                current, arg_indent = arg.group(1), _indent(line)
                 params[current] = arg.group(2).strip()
             elif current is not None and line.strip():
                 params[current] = f"{params[current]} {line.strip()}".strip()
