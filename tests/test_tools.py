@@ -9,6 +9,7 @@ import contextlib
 import enum
 import functools
 import gc
+import itertools
 import math
 import sqlite3
 import sys
@@ -837,6 +838,40 @@ async def test_an_iterator_a_sync_function_returns_is_read_in_its_thread() -> No
         "c1": '[{"item":0,"on_the_loop":false},{"item":1,"on_the_loop":false}]',
         "c2": '[{"item":0,"on_the_loop":false}]',
         "c3": '{"names":["apples"],"counts":[3],"rows":[["apples",3]],"r":[0,1]}',
+    }
+
+
+async def test_any_iterator_a_sync_function_returns_is_read_in_its_thread() -> None:
+    # Only the exact types map, filter, zip, enumerate, reversed and generators were read in the
+    # thread: ``itertools.islice(pages(), 2)`` was read on the event loop (its blocking fetches
+    # with it), and a sqlite3 cursor (``return db.execute(...)``), read on the loop's thread,
+    # was sqlite3's ProgrammingError, a cursor being usable only in the thread that made it.
+    loop_thread = threading.get_ident()
+
+    def pages() -> Any:
+        for page in range(5):
+            yield {"page": page, "on_the_loop": threading.get_ident() == loop_thread}
+
+    @tool
+    def first_pages() -> Any:
+        """The first pages."""
+        return itertools.islice(pages(), 2)
+
+    @tool
+    def rows() -> Any:
+        """Rows."""
+        db = sqlite3.connect(":memory:")
+        return db.execute("SELECT 1 UNION SELECT 2 ORDER BY 1")
+
+    agent = _agent(
+        [first_pages, rows],
+        tool_call("first_pages", {}, id="c1"),
+        tool_call("rows", {}, id="c2"),
+    )
+    await run_events(agent)
+    assert _results(agent) == {
+        "c1": '[{"page":0,"on_the_loop":false},{"page":1,"on_the_loop":false}]',
+        "c2": "[[1],[2]]",
     }
 
 

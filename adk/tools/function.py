@@ -31,7 +31,7 @@ import math
 import re
 import threading
 import types
-from collections.abc import Awaitable, Callable, ItemsView, KeysView, ValuesView
+from collections.abc import Awaitable, Callable, ItemsView, Iterator, KeysView, ValuesView
 from types import SimpleNamespace, UnionType
 from typing import (
     TYPE_CHECKING,
@@ -780,7 +780,7 @@ class FunctionTool(Generic[_P, _R]):
                     given_up.append(True)
             else:
                 value = call(**kwargs)
-                if type(value) in _LAZY:
+                if _is_lazy(value):
                     value = list(value)
             if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
                 value = await value
@@ -955,20 +955,29 @@ def _in_own_thread(call: Callable[[], Any], tool_name: str) -> asyncio.Future[An
     return future
 
 
-_LAZY = frozenset({types.GeneratorType, map, filter, zip, enumerate, reversed})
-"""Iterators a sync function returns unread: a generator function's generator, ``return
-map(fetch, ids)``, a generator expression. ``_read`` reads them in the function's thread; returned
-as they were, the result's serialisation read them on the event loop, where a blocking step in
-them (a file, a paged query, the ``fetch``) stalled every run and no ``timeout=`` could fire."""
+_EAGER = frozenset({str, dict, list, int, float, bool, type(None), tuple, bytes})
+"""What sync functions return most, none an iterator: ``_is_lazy`` answers them at one lookup."""
+
+
+def _is_lazy(value: Any) -> bool:
+    """Whether ``value`` is an iterator a sync function returns unread: a generator function's
+    generator, ``return map(fetch, ids)``, a generator expression, ``itertools.islice(...)``, a
+    sqlite3 cursor. ``_read`` reads them in the function's thread; returned as they were, the
+    result's serialisation read them on the event loop, where a blocking step in them (a file,
+    a paged query, the ``fetch``) stalled every run and no ``timeout=`` could fire, and a cursor
+    (usable only in the thread that made it) read as its repr."""
+    # isinstance, not a look-up of ``__next__`` on the type: pydantic's model class answers a
+    # missing attribute through its metaclass, ~1 µs a call.
+    return type(value) not in _EAGER and isinstance(value, Iterator)
 
 
 def _read(call: Callable[..., Any], given_up: list[bool], /, *args: Any, **kwargs: Any) -> Any:
-    """A sync function's value, an iterator it returns unread (``_LAZY``) read into a list where
+    """A sync function's value, an iterator it returns unread (``_is_lazy``) read into a list where
     the function ran. Once ``given_up`` holds anything (the call timed out, or its run was
     cancelled) the reading stops at the next item and a generator is closed (its ``finally``
     runs): read on, an endless one (a feed, a poll) grew its list until memory ran out."""
     value = call(*args, **kwargs)
-    if type(value) not in _LAZY:
+    if not _is_lazy(value):
         return value
     items = []
     for item in value:
