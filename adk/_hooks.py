@@ -16,6 +16,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from ._ported_names import REQUEST_HINTS as _REQUEST_HINTS
+from ._ported_names import install as _install_ported_names
+
 if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext
@@ -158,6 +161,10 @@ class ModelRequest:
         self.tools = tools
         self.options = options
         self.stream = stream
+
+
+# where a Google ADK LlmRequest name went (adk._ported_names)
+_install_ported_names(ModelRequest, _REQUEST_HINTS)
 
 
 class Hooks:

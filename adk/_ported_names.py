@@ -1,7 +1,8 @@
 """The ``AttributeError`` of a context attribute that Google ADK has and pyadk names otherwise.
 
 A tool or callback ported from Google ADK reads ``tool_context.state`` or
-``callback_context.invocation_id``. Out of a tool, the plain ``'ToolContext' object has no
+``callback_context.invocation_id``, or a model callback ``llm_request.config`` (the request's
+names are ``REQUEST_HINTS``, installed on ``ModelRequest``). Out of a tool, the plain ``'ToolContext' object has no
 attribute 'state'`` became the error result the model read, telling no one what the name is
 here; the error now says it. Each such name is a property of the context classes that raises
 that error (``install``), set after the class is made so type checkers do not see it and a
@@ -12,10 +13,10 @@ per agent step of a workflow, measured), and it hid a property's own ``Attribute
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NoReturn
 
-__all__ = ["install", "no_attribute"]
+__all__ = ["REQUEST_HINTS", "install", "no_attribute"]
 
 _HINTS = {
     "state": "Google ADK's state is ctx.session here (ctx.session['k'], ctx.session.get('k'))",
@@ -40,27 +41,41 @@ _HINTS = {
     "load_artifact": "there are no artifacts here: keep files in your own storage",
 }
 
+REQUEST_HINTS = {
+    "config": (
+        "Google ADK's llm_request.config is request.options here (temperature, max_tokens, ...); "
+        "its system_instruction is request.messages[0], a system message, when the agent has an "
+        "instruction: replace it, do not edit it"
+    ),
+    "contents": "Google ADK's llm_request.contents is request.messages here (adk.Message items)",
+    "append_instructions": (
+        "Google ADK's append_instructions([...]) is replacing request.messages[0] here with a "
+        "system message holding both texts (or inserting one when there is none)"
+    ),
+}
+"""Google ADK's ``LlmRequest`` names, for the ``ModelRequest`` a model callback gets."""
 
-def no_attribute(obj: object, name: str) -> AttributeError:
+
+def no_attribute(obj: object, name: str, hints: Mapping[str, str] = _HINTS) -> AttributeError:
     """The error for ``obj.name``, which does not exist, with where the Google ADK name went."""
     text = f"{type(obj).__name__!r} object has no attribute {name!r}"
-    hint = _HINTS.get(name)
+    hint = hints.get(name)
     if hint is not None:
         text = f"{text}: {hint}"
     return AttributeError(text, name=name, obj=obj)
 
 
-def install(cls: type) -> None:
-    """Give ``cls`` a property for each Google ADK name it does not have, raising
+def install(cls: type, hints: Mapping[str, str] = _HINTS) -> None:
+    """Give ``cls`` a property for each Google ADK name of ``hints`` it does not have, raising
     :func:`no_attribute` (so ``getattr(ctx, "state", None)`` and ``hasattr`` behave as for any
     missing attribute)."""
-    for name in _HINTS:
+    for name in hints:
         if not any(name in vars(klass) for klass in cls.__mro__):
-            setattr(cls, name, property(_raiser(name), doc=_HINTS[name]))
+            setattr(cls, name, property(_raiser(name, hints), doc=hints[name]))
 
 
-def _raiser(name: str) -> Callable[[object], NoReturn]:
+def _raiser(name: str, hints: Mapping[str, str]) -> Callable[[object], NoReturn]:
     def read(obj: object) -> NoReturn:
-        raise no_attribute(obj, name)
+        raise no_attribute(obj, name, hints)
 
     return read

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from adk import Callbacks, RunContext, RunError, Runner, Session, ToolContext
+from adk.callbacks import ModelRequest
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -136,7 +137,49 @@ def test_a_property_failing_inside_raises_its_own_error() -> None:
         ctx.state  # type: ignore[attr-defined]  # noqa: B018
 
 
-@pytest.mark.parametrize("cls", [RunContext, ToolContext])
+@pytest.mark.parametrize(
+    ("read", "hint"),
+    [
+        (
+            lambda request: request.config.system_instruction,
+            "Google ADK's llm_request.config is request.options here (temperature, max_tokens, "
+            "...); its system_instruction is request.messages[0], a system message, when the "
+            "agent has an instruction: replace it, do not edit it",
+        ),
+        (
+            lambda request: request.contents,
+            "Google ADK's llm_request.contents is request.messages here (adk.Message items)",
+        ),
+        (
+            lambda request: request.append_instructions(["Be brief."]),
+            "Google ADK's append_instructions([...]) is replacing request.messages[0] here with a "
+            "system message holding both texts (or inserting one when there is none)",
+        ),
+    ],
+    ids=["config", "contents", "append_instructions"],
+)
+async def test_a_model_callback_reading_google_adks_llm_request_fails_naming_its_name_here(
+    read: Any, hint: str
+) -> None:
+    # Google ADK's before_model_callback(callback_context, llm_request) edits
+    # llm_request.config.system_instruction or reads llm_request.contents: ported as written,
+    # the run failed with a bare "'ModelRequest' object has no attribute 'config'", where the
+    # context classes' Google ADK names already said what they are here.
+    def before_model(ctx: Any, request: Any) -> None:
+        read(request)
+
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["x"])), callbacks=[Callbacks(before_model=before_model)]
+    )
+    with pytest.raises(RunError) as failed:
+        await runner.invoke("hi")
+    cause = failed.value.__cause__
+    assert isinstance(cause, AttributeError)
+    name = str(cause).split("'")[3]
+    assert str(cause) == f"'ModelRequest' object has no attribute '{name}': {hint}"
+
+
+@pytest.mark.parametrize("cls", [RunContext, ToolContext, ModelRequest])
 def test_the_context_classes_keep_attribute_reads_specialisable(cls: type) -> None:
     # A __getattr__ anywhere in the class's MRO leaves every attribute read of its instances
     # unspecialised by CPython's adaptive interpreter: the first version of these hints, a
