@@ -997,3 +997,41 @@ async def test_a_run_that_is_a_callable_object_is_checked_as_python_calls_it() -
 
         class ByWrong(adk.BaseAgent):
             run = Wrong()  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    ("ported", "advice"),
+    [
+        ("instructions", "instruction="),
+        ("handoffs", "sub_agents="),
+        ("output_type", "output_schema= (a pydantic model class"),
+        ("model_settings", "model_options=adk.ModelOptions("),
+        ("handoff_description", "description="),
+        ("tool_use_behavior", "return_directly=["),
+        ("hooks", "callbacks=["),
+        ("input_guardrails", "callbacks=[...] with a before_model"),
+        ("output_guardrails", "callbacks=[...] with an after_model"),
+        ("generate_content_config", "model_options=adk.ModelOptions("),
+        ("before_model_callback", "callbacks=[adk.Callbacks(before_model=...)]"),
+        ("after_tool_callback", "callbacks=[adk.Callbacks(after_tool=...)]"),
+        ("include_contents", "history_rewriter="),
+        ("global_instruction", "Runner(agent, callbacks=[...])"),
+        ("disallow_transfer_to_parent", "allow_transfer_to_parent=False"),
+    ],
+)
+def test_an_agent_given_another_sdks_argument_names_ours(ported: str, advice: str) -> None:
+    # An agent ported from the OpenAI Agents SDK (Agent(instructions=, handoffs=, output_type=))
+    # or Google ADK (LlmAgent(before_model_callback=, generate_content_config=)) met Python's
+    # bare "got an unexpected keyword argument 'instructions'", naming nothing to use instead.
+    with pytest.raises(TypeError) as failed:
+        ReActAgent("support", ScriptedModel(["hi"]), **{ported: None})
+    text = str(failed.value)
+    assert text.startswith(f"ReActAgent 'support': got an unexpected keyword argument {ported!r}; ")
+    assert advice in text
+
+
+def test_an_agent_given_an_unknown_argument_is_refused_as_python_refuses_it() -> None:
+    with pytest.raises(
+        TypeError, match=r"^ReActAgent 'a': got an unexpected keyword argument 'colour'$"
+    ):
+        ReActAgent("a", ScriptedModel(["hi"]), colour="red")  # type: ignore[call-arg]
