@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NoReturn
 
-__all__ = ["REQUEST_HINTS", "install", "no_attribute"]
+__all__ = ["REQUEST_HINTS", "RUNNER_HINTS", "install", "install_absent", "no_attribute"]
 
 _HINTS = {
     "state": "Google ADK's state is ctx.session here (ctx.session['k'], ctx.session.get('k'))",
@@ -55,6 +55,18 @@ REQUEST_HINTS = {
 }
 """Google ADK's ``LlmRequest`` names, for the ``ModelRequest`` a model callback gets."""
 
+RUNNER_HINTS = {
+    "run_streamed": (
+        "the OpenAI Agents SDK's Runner.run_streamed is Runner(agent, enable_streaming=True)"
+        ".run(input) here: iterate its events (adk.run_messages(events) and "
+        "adk.run_usage(events) once read)"
+    ),
+    "run_sync": (
+        "the OpenAI Agents SDK's Runner.run_sync is asyncio.run(Runner(agent).invoke(input)) here"
+    ),
+}
+"""The OpenAI Agents SDK's ``Runner`` methods, called on the class as that SDK does."""
+
 
 def no_attribute(obj: object, name: str, hints: Mapping[str, str] = _HINTS) -> AttributeError:
     """The error for ``obj.name``, which does not exist, with where the Google ADK name went."""
@@ -79,3 +91,29 @@ def _raiser(name: str, hints: Mapping[str, str]) -> Callable[[object], NoReturn]
         raise no_attribute(obj, name, hints)
 
     return read
+
+
+class _Absent:
+    """A name read from a class or its instances that raises the ``AttributeError`` Python
+    would, with where the other SDK's name went: a property would be found on the class
+    (``Runner.run_sync(agent, input)``, as the OpenAI Agents SDK calls it, then read as the
+    property object, "'property' object is not callable")."""
+
+    def __init__(self, name: str, hint: str) -> None:
+        self.name = name
+        self.hint = hint
+
+    def __get__(self, obj: object, owner: type | None = None) -> NoReturn:
+        if obj is None:
+            name = owner.__name__ if owner is not None else "?"
+            text = f"type object {name!r} has no attribute {self.name!r}: {self.hint}"
+            raise AttributeError(text, name=self.name, obj=owner)
+        raise no_attribute(obj, self.name, {self.name: self.hint})
+
+
+def install_absent(cls: type, hints: Mapping[str, str]) -> None:
+    """Give ``cls`` each name of ``hints`` it does not have, raising where it is read, from the
+    class as from an instance."""
+    for name, hint in hints.items():
+        if not any(name in vars(klass) for klass in cls.__mro__):
+            setattr(cls, name, _Absent(name, hint))

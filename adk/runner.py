@@ -72,6 +72,8 @@ from ._hooks import (
 )
 from ._naming import naming as _naming
 from ._parts import attributes, members
+from ._ported_names import RUNNER_HINTS as _RUNNER_HINTS
+from ._ported_names import install_absent as _install_absent
 from ._run_error import MaxTurnsExceeded, RunError
 from .agent import Agent, AgentInput
 from .checkpoint.codec import (
@@ -1598,6 +1600,9 @@ class Runner(AsyncCloseable):
             logger.warning("closing a part of the runner failed: %s", failure, exc_info=failure)
         if failures:
             raise failures[0]
+
+
+_install_absent(Runner, _RUNNER_HINTS)  # the OpenAI Agents SDK's run_streamed, run_sync
 
 
 _UPWARD = frozenset({"parent", "_adk_parent"})  # a flow's link to the agent above it

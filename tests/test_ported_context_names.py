@@ -186,3 +186,25 @@ def test_the_context_classes_keep_attribute_reads_specialisable(cls: type) -> No
     # __getattr__, cost ~5k instructions per agent step of a workflow (benchmark (d), bisected).
     assert not any("__getattr__" in vars(klass) for klass in cls.__mro__)
     assert not any("__getattribute__" in vars(klass) for klass in cls.__mro__[:-1])
+
+
+def test_the_openai_agents_sdks_runner_methods_name_what_they_are_here() -> None:
+    # Runner.run_streamed(agent, input) and Runner.run_sync(...), the OpenAI Agents SDK's, read
+    # as a bare "'Runner' object has no attribute 'run_streamed'" (or "type object 'Runner'
+    # has no attribute 'run_sync'" on the class, as the SDK calls them), naming nothing.
+    runner = Runner(ReActAgent("a", ScriptedModel(["x"])))
+    streamed = (
+        "the OpenAI Agents SDK's Runner.run_streamed is Runner(agent, enable_streaming=True)"
+        ".run(input) here: iterate its events (adk.run_messages(events) and "
+        "adk.run_usage(events) once read)"
+    )
+    with pytest.raises(AttributeError) as failed:
+        runner.run_streamed("hi")  # type: ignore[attr-defined]
+    assert str(failed.value) == f"'Runner' object has no attribute 'run_streamed': {streamed}"
+    with pytest.raises(AttributeError) as failed:
+        Runner.run_sync(runner.agent, "hi")  # type: ignore[attr-defined]
+    assert str(failed.value) == (
+        "type object 'Runner' has no attribute 'run_sync': the OpenAI Agents SDK's "
+        "Runner.run_sync is asyncio.run(Runner(agent).invoke(input)) here"
+    )
+    assert not hasattr(runner, "run_sync") and not hasattr(Runner, "run_streamed")
