@@ -2,9 +2,11 @@
 
 A tool or callback ported from Google ADK reads ``tool_context.state`` or
 ``callback_context.invocation_id``, or a model callback ``llm_request.config`` (the request's
-names are ``REQUEST_HINTS``, installed on ``ModelRequest``). Out of a tool, the plain ``'ToolContext' object has no
-attribute 'state'`` became the error result the model read, telling no one what the name is
-here; the error now says it. Each such name is a property of the context classes that raises
+names are ``REQUEST_HINTS``, installed on ``ModelRequest``). Out of a tool, the plain
+``'ToolContext' object has no attribute 'state'`` became the error result the model read,
+telling no one what the name is here; the error now says it. The OpenAI Agents SDK's
+``Runner.run_sync`` and ``run_streamed`` (``RUNNER_HINTS``) are read from the class itself, as
+that SDK calls them: ``install_absent`` raises there too. Each such name is a property of the context classes that raises
 that error (``install``), set after the class is made so type checkers do not see it and a
 ported name stays a type error. Not a ``__getattr__``: a class with one has every attribute read
 of its instances left unspecialised by CPython's adaptive interpreter (it cost ~5k instructions
