@@ -66,6 +66,23 @@ class Agent(Protocol):
         ...
 
 
+def _agent_new(cls: type, *args: object, **kwargs: object) -> Any:
+    """``Agent.__new__``: ``adk.Agent(...)`` written as another SDK's ``Agent(name=, ...)`` is
+    told which agent to make. Set after the class is made, so type checkers do not see it (a
+    ``__new__`` in the protocol's body could become one of its members)."""
+    if cls is Agent:
+        raise TypeError(
+            "adk.Agent is the protocol every agent satisfies, not an agent to make: a model agent "
+            "(the OpenAI Agents SDK's Agent, Google ADK's Agent or LlmAgent) is "
+            "prebuilt.ReActAgent(name, model, instruction=..., tools=[...]), and a custom agent "
+            "a subclass of adk.BaseAgent"
+        )
+    return super(Agent, cls).__new__(cls)  # type: ignore[misc]
+
+
+Agent.__new__ = staticmethod(_agent_new)  # type: ignore[method-assign]
+
+
 @runtime_checkable
 class ResumableAgent(Agent, Protocol):
     """An agent that continues from the state it saved when it interrupted (``ctx.resume``)."""

@@ -1035,3 +1035,32 @@ def test_an_agent_given_an_unknown_argument_is_refused_as_python_refuses_it() ->
         TypeError, match=r"^ReActAgent 'a': got an unexpected keyword argument 'colour'$"
     ):
         ReActAgent("a", ScriptedModel(["hi"]), colour="red")  # type: ignore[call-arg]
+
+
+def test_adk_agent_called_as_another_sdks_agent_names_react_agent() -> None:
+    # Agent(name=, instructions=) (the OpenAI Agents SDK) and Agent(name=, model=, instruction=)
+    # (Google ADK's LlmAgent alias) open both SDKs' quickstarts; adk.Agent is the protocol every
+    # agent satisfies, and a port writing adk.Agent(...) met typing's bare "Protocols cannot be
+    # instantiated", naming no agent to use.
+    with pytest.raises(TypeError) as failed:
+        adk.Agent(name="support", model=ScriptedModel(["hi"]), instruction="Help.")  # type: ignore[misc]
+    assert str(failed.value) == (
+        "adk.Agent is the protocol every agent satisfies, not an agent to make: a model agent "
+        "(the OpenAI Agents SDK's Agent, Google ADK's Agent or LlmAgent) is "
+        "prebuilt.ReActAgent(name, model, instruction=..., tools=[...]), and a custom agent a "
+        "subclass of adk.BaseAgent"
+    )
+
+
+def test_a_class_declaring_the_agent_protocol_is_still_made() -> None:
+    class Declared(adk.Agent):
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.description = ""
+
+        async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> Any:
+            yield adk.AgentEvent.of(adk.Message.assistant("hi"))
+
+    assert Declared("d").name == "d"
+    with pytest.raises(TypeError, match="Protocols cannot be instantiated"):
+        adk.ResumableAgent()  # type: ignore[misc]
