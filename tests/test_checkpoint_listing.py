@@ -825,6 +825,32 @@ async def test_built_in_heads_send_first_bytes_and_refuse_bad_arguments(
         await store.heads([""], 4)
 
 
+async def test_a_run_given_a_fresh_id_reads_the_store_once_before_it_runs(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look before a named run (is a paused run waiting under its id?) is one read of the
+    store: a header where the store reads them (``heads``), else the checkpoint (``get``). A
+    fresh id, a new run's usual case (one per turn), is nothing there: Redis's ``heads`` gave
+    a missing key as an empty value, too short for a header, so the look then ``get`` it too, a
+    second round trip per run for the one answer the first had."""
+    reads: list[str] = []
+    for name in ("heads", "get"):
+        method = getattr(store, name, None)
+        if method is not None:
+
+            async def counted(*args: Any, _method: Any = method, _name: str = name) -> Any:
+                reads.append(_name)
+                return await _method(*args)
+
+            monkeypatch.setattr(store, name, counted)
+    model = ScriptedModel(["Hello."])
+    result = await Runner(ReActAgent("greeter", model), checkpoint_store=store).invoke(
+        "hi", checkpoint_id=f"fresh-{uuid.uuid4().hex}"
+    )
+    assert result.text == "Hello." and model.calls == 1
+    assert reads == (["heads"] if isinstance(store, HeadReadingCheckpointStore) else ["get"])
+
+
 async def test_heads_that_give_the_wrong_shape_fail_the_listing_saying_so(
     redis_server: RedisServer,
 ) -> None:
