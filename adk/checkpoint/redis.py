@@ -326,9 +326,11 @@ class RedisCheckpointStore(_ClosableStore):
 
     async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
         """The first ``limit`` bytes and the length of each of ``ids``' checkpoints
-        (``list_pending`` reads their headers, not their histories): one pipeline of ``GETRANGE``
-        and ``STRLEN``. A missing key reads as empty, of length 0, as an empty value does: too
-        short for a header, so the listing ``get``s it, which tells the two apart."""
+        (``list_pending`` reads their headers, not their histories), None for a missing key:
+        one pipeline of ``GETRANGE``, ``STRLEN`` and ``EXISTS``. The first two read a missing key
+        as an empty value, too short for a header, which the reader then ``get``s to tell the
+        two apart: a second round trip, for every new run given a fresh id (the look before a
+        named run, ``runner._still_waits``)."""
         ids = _check_heads(ids, limit)
         if not ids:
             return []
@@ -338,13 +340,17 @@ class RedisCheckpointStore(_ClosableStore):
             for id in ids:
                 pipe.getrange(self._prefix + id, 0, limit - 1)
                 pipe.strlen(self._prefix + id)
+                pipe.exists(self._prefix + id)
             found: list[Any] = await pipe.execute()
             return found
 
         found = await self._run("get", None, run)
         heads: list[tuple[bytes, int] | None] = []
-        for head, size in zip(found[::2], found[1::2], strict=True):
-            heads.append((head if isinstance(head, bytes) else b"", int(size)))
+        for head, size, there in zip(found[::3], found[1::3], found[2::3], strict=True):
+            if there or size:  # a key written between the reads (not atomic) is there
+                heads.append((head if isinstance(head, bytes) else b"", int(size)))
+            else:
+                heads.append(None)
         return heads
 
     async def aclose(self) -> None:
