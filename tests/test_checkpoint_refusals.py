@@ -11,6 +11,7 @@ now says which, one word of a fixed set. Every case runs on a real SQLite store.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import pickle
 from collections.abc import AsyncIterator
@@ -402,6 +403,32 @@ async def test_the_look_before_a_named_run_reads_the_checkpoints_header_not_its_
         store.gets = 0
         assert (await _refused_run(runner, "conv-2")).reason == "id_taken"
         assert store.gets == 1
+
+
+async def test_a_body_nested_past_the_parsers_reach_is_incompatible_as_past_max_depth(
+    store: SQLiteCheckpointStore,
+) -> None:
+    """Values nested deeper than ``MAX_DEPTH`` are ``"incompatible"`` (a pyadk of the bigger
+    limit they were saved under resumes them), found where the checkpoint's values are rebuilt;
+    nested deeper still, past what this process's JSON parser reaches (a pyadk of that limit
+    raises its recursion limit too), the same words, "nested deeper than 200 levels", came with
+    ``"corrupt"``, which tells a service to free the session for good."""
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    result = await runner.invoke("pay bob", session={"deep": "nested-here"})
+    assert result.checkpoint_id is not None
+    data = await store.get(result.checkpoint_id)
+    assert data is not None
+    line, _, body = data.partition(b"\n")
+    assert body.count(b'"nested-here"') == 1
+    header = {k: v for k, v in json.loads(line).items() if not k.startswith(("summary", "size"))}
+    refused = {}
+    for depth in (300, 200_000):
+        payload = body.replace(b'"nested-here"', b"[" * depth + b"]" * depth)
+        header["sha256"] = hashlib.sha256(payload).hexdigest()
+        await store.put(result.checkpoint_id, json.dumps(header).encode() + b"\n" + payload)
+        error = await _refusal(runner, result.checkpoint_id)
+        refused[depth] = (error.reason, "nested deeper than 200 levels" in str(error))
+    assert refused == {300: ("incompatible", True), 200_000: ("incompatible", True)}
 
 
 @pytest.mark.parametrize("limit", ["MAX_PART_BYTES", "MAX_DEPTH"])
