@@ -1346,7 +1346,11 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
     try:
         body = json.loads(payload)
     except RecursionError as exc:  # nested far deeper than MAX_DEPTH: the parser gave up first
-        raise fail(f"is malformed: values nested deeper than {MAX_DEPTH} levels") from exc
+        # Incompatible, as past MAX_DEPTH is (``_too_deep``): a pyadk of a bigger limit (and the
+        # recursion limit it needs) wrote and resumes it.
+        raise fail(
+            f"is malformed: values nested deeper than {MAX_DEPTH} levels", "incompatible"
+        ) from exc
     except ValueError as exc:
         raise fail(f"is corrupt: {exc}") from exc
     if not isinstance(body, dict):
