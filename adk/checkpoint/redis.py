@@ -347,7 +347,7 @@ class RedisCheckpointStore(_ClosableStore):
         found = await self._run("get", None, run)
         heads: list[tuple[bytes, int] | None] = []
         for head, size, there in zip(found[::3], found[1::3], found[2::3], strict=True):
-            if there or size:  # a key written between the reads (not atomic) is there
+            if there or size:  # written or deleted between the reads (not atomic): there
                 heads.append((head if isinstance(head, bytes) else b"", int(size)))
             else:
                 heads.append(None)
