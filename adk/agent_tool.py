@@ -59,6 +59,41 @@ _REQUEST_SCHEMA: dict[str, Any] = {
 }
 
 
+def _spec_of(agent: Agent, input_schema: type[BaseModel] | dict[str, Any] | None) -> ToolSpec:
+    """The spec of an ``AgentTool`` of ``agent`` taking ``input_schema``, both checked: named and
+    described after the agent."""
+    check_agent(agent, "AgentTool(agent)")
+    description = agent.description
+    if not isinstance(description, str):
+        raise TypeError(f"AgentTool needs a str description, got {shown(description)}")
+    if not description.strip():
+        # The model decides when to call the tool from it: blank is as good as none.
+        raise ValueError(
+            f"AgentTool needs an agent with a non-empty description; agent {agent.name!r} has "
+            f"{description!r}"
+        )
+    if not _is_tool_name(agent.name):
+        # The tool is called by the agent's name, so the name must be a valid tool name.
+        suggestion = re.sub(r"[^a-zA-Z0-9_-]", "_", agent.name)[:64]
+        raise ValueError(
+            f"AgentTool: agent name {agent.name!r} cannot be a tool name, which model APIs "
+            f"require to match {_TOOL_NAME!r} (1 to 64 letters, digits, '_' and '-'); name "
+            f"the agent e.g. {suggestion!r}"
+        )
+    if input_schema is None:
+        parameters = _REQUEST_SCHEMA
+    elif isinstance(input_schema, dict):
+        parameters = input_schema
+    elif isinstance(input_schema, type) and issubclass(input_schema, BaseModel):
+        parameters = input_schema.model_json_schema()
+    else:
+        raise TypeError(
+            "AgentTool: input_schema must be a pydantic model class, a JSON schema dict or None, "
+            f"got {shown(input_schema)}"
+        )
+    return ToolSpec(name=agent.name, description=description, parameters=parameters)
+
+
 class AgentTool:
     """A ``Tool`` named and described after ``agent`` that runs it on the model's request."""
 
@@ -69,36 +104,48 @@ class AgentTool:
         full_history: bool = False,
         emit_inner_events: bool = False,
     ) -> None:
-        check_agent(agent, "AgentTool(agent)")
-        description = agent.description
-        if not isinstance(description, str):
-            raise TypeError(f"AgentTool needs a str description, got {shown(description)}")
-        if not description.strip():
-            # The model decides when to call the tool from it: blank is as good as none.
-            raise ValueError(
-                f"AgentTool needs an agent with a non-empty description; agent {agent.name!r} has "
-                f"{description!r}"
-            )
-        if not _is_tool_name(agent.name):
-            # The tool is called by the agent's name, so the name must be a valid tool name.
-            suggestion = re.sub(r"[^a-zA-Z0-9_-]", "_", agent.name)[:64]
-            raise ValueError(
-                f"AgentTool: agent name {agent.name!r} cannot be a tool name, which model APIs "
-                f"require to match {_TOOL_NAME!r} (1 to 64 letters, digits, '_' and '-'); name "
-                f"the agent e.g. {suggestion!r}"
-            )
-        self.agent = agent
-        self.input_schema = input_schema
+        self._spec = _spec_of(agent, input_schema)
+        self._agent = agent
+        self._input_schema = input_schema
         self.full_history = full_history
-        self.emit_inner_events = emit_inner_events
-        self._emits_events = bool(emit_inner_events)  # a bool: ``lone_call`` tests ``is False``
-        if input_schema is None:
-            parameters = _REQUEST_SCHEMA
-        elif isinstance(input_schema, dict):
-            parameters = input_schema
-        else:
-            parameters = input_schema.model_json_schema()
-        self._spec = ToolSpec(name=agent.name, description=agent.description, parameters=parameters)
+        # A bool: ``lone_call`` tests ``is False``; read per round and per inner event.
+        self._emits_events = bool(emit_inner_events)
+
+    @property
+    def agent(self) -> Agent:
+        """The agent it runs. Set later, the tool's spec is named and described after the new
+        agent (checked as at construction)."""
+        return self._agent
+
+    @agent.setter
+    def agent(self, agent: Agent) -> None:
+        self._spec = _spec_of(agent, self._input_schema)
+        self._agent = agent
+
+    @property
+    def input_schema(self) -> type[BaseModel] | dict[str, Any] | None:
+        """The parameters the model is offered (``{"request": str}`` when None). Set later, the
+        spec offers the new ones."""
+        return self._input_schema
+
+    @input_schema.setter
+    def input_schema(self, input_schema: type[BaseModel] | dict[str, Any] | None) -> None:
+        self._spec = _spec_of(self._agent, input_schema)
+        self._input_schema = input_schema
+
+    @property
+    def emit_inner_events(self) -> bool:
+        """Whether the inner agent's outputs are shown in the caller's event stream. May be set
+        after the tool is made (a bool)."""
+        return self._emits_events
+
+    @emit_inner_events.setter
+    def emit_inner_events(self, value: bool) -> None:
+        if value is not True and value is not False:
+            raise TypeError(
+                f"AgentTool.emit_inner_events must be True or False, got {shown(value)}"
+            )
+        self._emits_events = value
 
     @property
     def spec(self) -> ToolSpec:
@@ -113,23 +160,23 @@ class AgentTool:
 
     def _request(self, arguments: str) -> str:
         """The user message the inner agent receives, from the model's raw arguments."""
-        schema = self.input_schema
+        schema = self._input_schema
         if isinstance(schema, type):
             try:
                 schema.model_validate_json(arguments or "{}")
             except ValidationError as exc:
-                raise ToolError(format_validation_error(self.agent.name, exc)) from exc
+                raise ToolError(format_validation_error(self._agent.name, exc)) from exc
             return arguments
         try:
             # pydantic_core's parser is loaded anyway; the json module would cost `import adk`.
             parsed = pydantic_core.from_json(arguments or "{}")
         except ValueError as exc:
-            raise ToolError(f"invalid JSON arguments for tool '{self.agent.name}': {exc}") from exc
+            raise ToolError(f"invalid JSON arguments for tool '{self._agent.name}': {exc}") from exc
         if schema is not None:
             return arguments
         request = parsed.get("request") if isinstance(parsed, dict) else None
         if not isinstance(request, str):
-            raise ToolError(f"tool '{self.agent.name}' needs a string argument 'request'")
+            raise ToolError(f"tool '{self._agent.name}' needs a string argument 'request'")
         return request
 
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
@@ -142,19 +189,19 @@ class AgentTool:
         resume = ctx.resume
         state = None
         if resume is not None and resume.state is not None:
-            state = SavedState(f"agent tool '{self.agent.name}'", resume.state)
+            state = SavedState(f"agent tool '{self._agent.name}'", resume.state)
             root_input = state.messages("root_input")
         else:
             root_input = [Message.user(self._request(arguments))]
             if self.full_history:
-                root_input = [*build_messages(outer, self.agent.name), *root_input]
+                root_input = [*build_messages(outer, self._agent.name), *root_input]
         run, inner_ctx = self._nested(ctx, root_input, state)
         last: Message | None = None
         # A pydantic model the inner agent gave as its output after its last message: its
         # structured answer (ReActAgent's ``output_schema``), which the result is instead.
         answer: BaseModel | None = None
         previous: AgentEvent | None = None
-        events = drive(self.agent, AgentInput(root_input, outer.enable_streaming), inner_ctx)
+        events = drive(self._agent, AgentInput(root_input, outer.enable_streaming), inner_ctx)
         try:
             async with closing(events):
                 async for event in events:
@@ -179,7 +226,7 @@ class AgentTool:
                             raise event.exception
                         # pyadk's words and the inner error's type stay on the call's span
                         # without content capture; the inner error's text is the agent's content.
-                        failed = f"agent '{self.agent.name}' failed"
+                        failed = f"agent '{self._agent.name}' failed"
                         raise _own_words(
                             ToolError(f"{failed}: {event.error}"), f"{failed}: {event.error.type}"
                         )
@@ -270,11 +317,11 @@ class AgentTool:
             checkpoint._snapshot.load_history(run, state.values.get("history"))
         inner_ctx = RunContext(
             run,
-            (self.agent.name,),
-            join_address(ctx.address, agent_segment(self.agent.name)),
+            (self._agent.name,),
+            join_address(ctx.address, agent_segment(self._agent.name)),
             run.history,
             enable_streaming=outer.enable_streaming,
-            options=run.options_for(self.agent.name),
+            options=run.options_for(self._agent.name),
             trace=outer._trace,
         )
         return run, inner_ctx
@@ -287,13 +334,13 @@ class AgentTool:
         if resume is None or not below:
             return
         if resume.state is None:
-            why = f"the call of agent tool {self.agent.name!r} saved no nested run to resume"
+            why = f"the call of agent tool {self._agent.name!r} saved no nested run to resume"
             raise walk.unreachable(below, why)
-        state = SavedState(f"agent tool '{self.agent.name}'", resume.state)
+        state = SavedState(f"agent tool '{self._agent.name}'", resume.state)
         _, inner_ctx = self._nested(ctx, state.messages("root_input"), state)
-        why = f"agent tool {self.agent.name!r} resumes its agent {self.agent.name!r}"
+        why = f"agent tool {self._agent.name!r} resumes its agent {self._agent.name!r}"
         walk.only_under(ctx.address, [inner_ctx.address], why)
-        walk.agent(self.agent, inner_ctx)
+        walk.agent(self._agent, inner_ctx)
 
     def _adk_check_resume(self, arguments: str, ctx: ToolContext) -> None:
         """Before a resumed round of several calls starts (``check_resumed_calls``): the nested
@@ -311,7 +358,7 @@ class AgentTool:
         breaks belong to the nested run and must not act on the caller. Flagged as such
         (``_FORWARDED``), without the inner flags, which were the nested run's layers'. Whether
         it was shown."""
-        if not self.emit_inner_events or ctx._emit is None or event.output is None:
+        if not self._emits_events or ctx._emit is None or event.output is None:
             return False
         outer_path = (*ctx.run_path, *event.run_path)
         # The copy shares the output: a stream only shown (``shown_only``) stays so outside.

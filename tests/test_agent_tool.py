@@ -219,6 +219,43 @@ async def test_inner_events_are_not_forwarded_by_default() -> None:
     assert {e.agent_name for e in events} == {"outer"}
 
 
+async def test_emit_inner_events_set_after_construction_forwards_them() -> None:
+    """The attribute is public (DESIGN.md names it): set on a tool already made, it is what the
+    tool does, in either direction, rather than a copy taken at construction deciding."""
+    pipeline = SequentialAgent("pipeline", [ScriptAgent("s1", "one")], description="Pipeline")
+    tool = AgentTool(pipeline)
+    tool.emit_inner_events = True
+    assert tool.emit_inner_events is True
+    events = await run_events(_caller(tool))
+    inner = [
+        (e.agent_name, e.message.content) for e in events if e.message and e.agent_name != "outer"
+    ]
+    assert inner == [("s1", "one")]
+    tool.emit_inner_events = False
+    events = await run_events(_caller(tool))
+    assert {e.agent_name for e in events} == {"outer"}
+
+
+def test_agent_tool_settings_set_after_construction_are_its_spec_or_refused() -> None:
+    """``agent`` and ``input_schema`` make the spec the model is offered: set later, the spec
+    follows them (checked as at construction), so the model is not offered parameters the
+    tool no longer takes; ``emit_inner_events`` must be a bool."""
+    tool = AgentTool(_helper("planned"))
+    tool.input_schema = Trip
+    assert tool.spec.parameters == Trip.model_json_schema()
+    other = ScriptAgent("planner", "x", description="Plans trips")
+    tool.agent = other
+    assert (tool.spec.name, tool.spec.description) == ("planner", "Plans trips")
+    assert tool.spec.parameters == Trip.model_json_schema()
+    with pytest.raises(ValueError, match="cannot be a tool name"):
+        tool.agent = ScriptAgent("bad name", description="Helps")
+    with pytest.raises(TypeError, match="input_schema must be"):
+        tool.input_schema = "Trip"  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="emit_inner_events must be True or False"):
+        tool.emit_inner_events = "yes"  # type: ignore[assignment]
+    assert tool.agent is other and tool.input_schema is Trip and tool.emit_inner_events is False
+
+
 class Trip(BaseModel):
     city: str
     days: int = 1
