@@ -52,7 +52,16 @@ class LoopClients(Generic[_C]):
     ``close`` must not hold the owner of this object strongly, or the owner lives as long as the
     loops it was used on."""
 
-    __slots__ = ("__weakref__", "_bound", "_close", "_entries", "_lock", "_make", "_spare")
+    __slots__ = (
+        "__weakref__",
+        "_bound",
+        "_close",
+        "_closing",
+        "_entries",
+        "_lock",
+        "_make",
+        "_spare",
+    )
 
     def __init__(
         self, first: _C | None, make: Callable[[], _C], close: Callable[[_C], Awaitable[None]]
@@ -65,6 +74,8 @@ class LoopClients(Generic[_C]):
         self._bound: tuple[weakref.ref[_Loop], _C] | None = None
         self._entries: dict[int, _Entry[_C]] = {}  # id(loop) -> its client
         self._lock = threading.Lock()  # loops of several threads bind at once
+        # id(loop) -> the close under way on that loop, which a close called meanwhile awaits.
+        self._closing: dict[int, asyncio.Future[None]] = {}
 
     def get(self) -> _C | None:
         """The running loop's client if it was the last bound (one comparison), else None."""
@@ -121,15 +132,36 @@ class LoopClients(Generic[_C]):
 
     async def aclose(self) -> None:
         """Close the running loop's client, and the first if no loop used it. Clients of loops
-        still running elsewhere (other threads) close as those loops end."""
+        still running elsewhere (other threads) close as those loops end. A close called while
+        another is under way on the loop returns when that one has ended: the first took the
+        client, and the second found nothing to close, returning with the client still open (a
+        toolset closed by its ``Resources`` and its runner at once, say)."""
         loop = asyncio.get_running_loop()
+        key = id(loop)
         with self._lock:
-            entry = self._entries.get(id(loop))
-            spare, self._spare = self._spare, None
-        if entry is not None and entry.loop() is loop:
-            await entry.closer.aclose()
-        if spare is not None:
-            await self._close(spare)
+            under_way = self._closing.get(key)
+            if under_way is None or under_way.get_loop() is not loop:
+                under_way = None
+                entry = self._entries.get(key)
+                spare, self._spare = self._spare, None
+                if entry is not None and entry.loop() is not loop:
+                    entry = None
+                if entry is None and spare is None:
+                    return
+                done = self._closing[key] = loop.create_future()
+        if under_way is not None:
+            await asyncio.shield(under_way)
+            return
+        try:
+            if entry is not None:
+                await entry.closer.aclose()
+            if spare is not None:
+                await self._close(spare)
+        finally:
+            with self._lock:
+                if self._closing.get(key) is done:
+                    del self._closing[key]
+            done.set_result(None)
 
 
 async def _closer(

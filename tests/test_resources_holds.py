@@ -126,6 +126,29 @@ async def test_a_runner_that_alone_uses_its_resources_closes_them(server: Any) -
     assert session_tasks(server) == []
 
 
+async def test_a_toolset_both_registered_and_given_to_an_agent_closes_once(server: Any) -> None:
+    """A runner closes its ``Resources`` and the toolset its agent holds at once (concurrently):
+    when the toolset is the one registered too, its two closes overlap. The runner awaits both,
+    so that was harmless; but a close called while another is under way returned at once, the
+    session still open, where it now returns once the first has closed it."""
+    resources, toolset = shared_resources(server)
+    runner = Runner(ReActAgent("clerk", asks_pid(), tools=[toolset]), resources=resources)
+    [pid] = pids(await runner.invoke("which process?"))
+    await runner.aclose()
+    assert session_tasks(server) == []
+    if isinstance(server, StdioServer):
+        assert not pid_exists(pid)
+    # A second close called while the first is under way returns once the toolset is closed.
+    await toolset.tools()
+    assert len(session_tasks(server)) == 1
+    first = asyncio.ensure_future(toolset.aclose())
+    await asyncio.sleep(0)  # the first close starts, and waits on the session's end
+    assert toolset._sessions.peek() is None and len(session_tasks(server)) == 1
+    await toolset.aclose()
+    assert session_tasks(server) == []
+    await first
+
+
 @pytest.mark.parametrize("first", ["runner", "resources block"])
 async def test_the_first_holder_ending_leaves_them_open_to_a_runner_mid_run(
     server: Any, first: str
