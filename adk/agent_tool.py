@@ -56,6 +56,9 @@ _REQUEST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"request": {"type": "string", "description": "What to ask the agent."}},
     "required": ["request"],
+    # Nothing else, as a function tool's schema says: an argument the model invents is refused
+    # by name (``AgentTool._request``), not dropped.
+    "additionalProperties": False,
 }
 
 
@@ -174,9 +177,28 @@ class AgentTool:
             raise ToolError(f"invalid JSON arguments for tool '{self._agent.name}': {exc}") from exc
         if schema is not None:
             return arguments
-        request = parsed.get("request") if isinstance(parsed, dict) else None
-        if not isinstance(request, str):
+        if not isinstance(parsed, dict):
+            raise ToolError(
+                f"tool '{self._agent.name}' needs a string argument 'request', got arguments "
+                f"that are no JSON object ({type(parsed).__name__})"
+            )
+        request = parsed.get("request")
+        unknown = [name for name in parsed if name != "request"]
+        if unknown:
+            # A model that guessed the parameter's name ({"query": ...}) learns which it gave.
+            named = ", ".join(repr(name) for name in unknown)
+            plural = "s" if len(unknown) > 1 else ""
+            raise ToolError(
+                f"tool '{self._agent.name}' takes one string argument, 'request': unknown "
+                f"argument{plural} {named}"
+            )
+        if request is None:
             raise ToolError(f"tool '{self._agent.name}' needs a string argument 'request'")
+        if not isinstance(request, str):
+            raise ToolError(
+                f"tool '{self._agent.name}': argument 'request' must be a string, got "
+                f"{type(request).__name__}"
+            )
         return request
 
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:

@@ -261,6 +261,33 @@ class Trip(BaseModel):
     days: int = 1
 
 
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ({"query": "weather in Paris"}, "unknown argument 'query'"),
+        ({"question": "a", "topic": "b"}, "unknown arguments 'question', 'topic'"),
+        ({"request": "do it", "urgent": True}, "unknown argument 'urgent'"),
+        ({"request": 3}, "'request' must be a string, got int"),
+        ({}, "needs a string argument 'request'"),
+    ],
+)
+async def test_arguments_other_than_request_are_named_in_the_error(
+    arguments: dict[str, object], said: str
+) -> None:
+    """The default parameters are ``{"request": string}`` and nothing else (the schema says
+    ``additionalProperties: false``, as a function tool's does): a model that called the tool
+    with an argument of its own choosing is told which, not only that 'request' is needed, and
+    the inner agent does not run."""
+    inner = _helper("never")
+    tool = AgentTool(inner)
+    assert tool.spec.parameters["additionalProperties"] is False
+    outer = _caller(tool, arguments)
+    await run_events(outer)
+    reply = _tool_reply(outer).content
+    assert reply.startswith("Error:") and said in reply, reply
+    assert inner.runs == 0
+
+
 async def test_input_schema_model_gives_the_parameters_and_passes_the_raw_arguments() -> None:
     inner = _helper("planned")
     tool = AgentTool(inner, input_schema=Trip)
