@@ -1,6 +1,7 @@
 """Instruction templates filled from session values.
 
-``{key}`` is replaced by the session value ``key``; ``{key?}`` by the value or nothing when the
+``{key}`` is replaced by the session value ``key`` as text, ``str(value)`` and nothing for None, as
+Google ADK's ``inject_session_state`` inserts it; ``{key?}`` by the value or nothing when the
 session has none (Google ADK's optional placeholder). Keys may hold ``.``, ``-`` and ``:``, so
 Google ADK's scoped keys (``{user:name}``, ``{app:tier}``) read the session values of those names.
 ``{{key}}`` is the literal text ``{key}``. Every other brace stays as it is, so JSON samples need no
@@ -62,7 +63,7 @@ def render_instruction(template: str, values: Mapping[str, Any], agent_name: str
             return f"{{{escaped}}}"
         key = match.group(2)
         if key in values:
-            return str(values[key])
+            return _text(values[key])
         if match.group(3):
             return ""
         who = f"agent '{agent_name}'" if agent_name else "the instruction"
@@ -131,7 +132,13 @@ def _read(keys: tuple[str, ...], values: Mapping[str, Any]) -> _Read:
     equal reads render the same text, so comparing them tells whether a render can differ,
     without rendering. Compared as text, not as objects, so a value changed in place (a list a
     tool appended to) counts as changed."""
-    return tuple(str(values[k]) if k in values else None for k in keys)
+    return tuple(_text(values[k]) if k in values else None for k in keys)
+
+
+def _text(value: Any) -> str:
+    """A session value as a placeholder inserts it: its ``str()``, and nothing for None, as
+    Google ADK's ``inject_session_state`` does (``str(None)`` told the model "None")."""
+    return "" if value is None else str(value)
 
 
 class InstructionError(KeyError):

@@ -126,6 +126,17 @@ async def test_a_prompt_whose_values_did_not_change_is_not_rendered_again() -> N
     assert second is first  # the same message: nothing was rendered
 
 
+async def test_a_value_is_inserted_as_google_adk_inserts_it_none_as_nothing() -> None:
+    """As Google ADK's ``inject_session_state``: a value is its ``str()`` (a list reads as
+    Python shows it: format it yourself, or use an instruction function, for another text) and
+    None is nothing, not the word "None" (``str(None)``, which the model read as a value)."""
+    model = ScriptedModel([Reply(text="done")])
+    agent = ReActAgent("t", model, instruction="Hi {user}. Likes: {likes}. Age: {age}.")
+    session = {"user": None, "likes": ["tea"], "age": 42}
+    await Runner(agent).invoke("go", session=session)
+    assert systems(model) == [["Hi . Likes: ['tea']. Age: 42."]]
+
+
 async def test_a_prompt_that_appears_mid_run_goes_to_the_head() -> None:
     # ``{step?}`` renders "" at the start: no system message, until the tool sets the value.
     model = ScriptedModel(
