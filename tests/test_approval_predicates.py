@@ -319,6 +319,28 @@ def test_a_function_tools_require_approval_keeps_what_it_was_given() -> None:
     assert refund.require_approval is over_limit
 
 
+async def test_a_require_approval_function_set_after_the_tool_is_made_decides_per_call(
+    tmp_path: Path,
+) -> None:
+    """``tool.require_approval = function`` on a tool made without one: the function decides,
+    as given at construction (it was copied then, and a function set later paused every call
+    without being asked); a value neither a bool nor such a function is refused, naming the
+    tool."""
+    payments = Payments()
+    check = payments.tool.require_approval
+    tool = adk.FunctionTool(payments.tool.fn)  # the same function, made needing no approval
+    tool.require_approval = check
+    assert tool.require_approval is check
+    store = SQLiteCheckpointStore(tmp_path / "c.db")
+    runner = _runner(tool, store, Reply(tool_calls=[_pay("ACME", 500, "c1")]), Reply(text="paid"))
+    result = await runner.invoke("pay ACME 5 dollars")
+    assert result.interrupt is None and payments.sent == ["500 to ACME"]
+    assert [call_id for call_id, _ in payments.asked] == ["c1"]
+    with pytest.raises(TypeError, match="tool 'send_payment': require_approval must be"):
+        tool.require_approval = "yes"  # type: ignore[assignment]
+    assert tool.require_approval is check
+
+
 # -- MCP ------------------------------------------------------------------------------------------
 def _stdio() -> StdioServer:
     return StdioServer(sys.executable, [str(STDIO_SCRIPT)])

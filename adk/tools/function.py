@@ -545,7 +545,7 @@ class FunctionTool(Generic[_P, _R]):
         if description is not None:
             check_description(description, label)
         self.fn = fn
-        self.require_approval = require_approval
+        self._require_approval = require_approval
         self._approval_check = check
         self._thread = thread
         # Its calls run in a task, so its ``ctx.report_progress`` reaches the caller as it runs
@@ -714,6 +714,19 @@ class FunctionTool(Generic[_P, _R]):
         """The name the model calls the tool by (``spec.name``)."""
         return self._spec.name
 
+    @property
+    def require_approval(self) -> bool | _ApprovalCheck:
+        """Whether a call pauses for a person's approval: a bool, or a function deciding per
+        call. May be set after the tool is made, checked as at construction."""
+        return self._require_approval
+
+    @require_approval.setter
+    def require_approval(self, value: bool | _ApprovalCheck) -> None:
+        # The function deciding per call is what a call asks (``_approval_check``): set with it,
+        # or a function set later paused every call without being asked.
+        self._approval_check = _approval_rule(value, _tool_label(self.name))
+        self._require_approval = value
+
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         """Validate the arguments (invalid ones return an error result the model can correct)
         and call the function: sync ones in a worker thread unless ``thread=False``."""
@@ -750,7 +763,7 @@ class FunctionTool(Generic[_P, _R]):
         if decision is not None:
             if isinstance(decision, ToolResult):
                 return decision
-            if plan is not None and self.require_approval:
+            if plan is not None and self._require_approval:
                 # Approved: that pause was the framework's, not the function's, so the function
                 # runs as on a first call (``ctx.resume`` None). It saw the approval's resume
                 # before, and the documented ``if ctx.resume is None: raise Interrupt(question)``
@@ -758,7 +771,7 @@ class FunctionTool(Generic[_P, _R]):
                 # A function that raised the approval request itself (asking for some calls
                 # only) keeps its resume: it is how it knows the call was approved.
                 plan.consume(ctx.address)
-        elif self.require_approval:
+        elif self._require_approval:
             await self._check_approval(kwargs, ctx, resume)
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
@@ -787,7 +800,7 @@ class FunctionTool(Generic[_P, _R]):
         except Interrupt as exc:
             # A call cleared to run (approved, or needing no approval by the require_approval
             # function) pausing on its own: remember it was cleared.
-            if self.require_approval:
+            if self._require_approval:
                 _mark_approved(exc, ctx.address)
             raise
         return _serialise(value)
@@ -908,7 +921,7 @@ class FunctionTool(Generic[_P, _R]):
             self._args_model.model_validate_json(arguments or "{}")
         except _REFUSALS as exc:
             raise self._unfit(ctx, exc) from None
-        if decision is None and self.require_approval:
+        if decision is None and self._require_approval:
             self._check_approved(ctx)
 
     @property
