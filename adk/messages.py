@@ -103,6 +103,24 @@ _USAGE_FIELDS = frozenset(Usage.model_fields)
 _new_usage = fast_builder(Usage)
 
 
+class _JSONText:
+    """The schema of ``ToolCall.arguments``: a str, whose refusal tells a caller building a call
+    by hand (the dict itself, say) to give JSON text, not pydantic's bare "Input should be a
+    valid string". The custom error is pydantic-core's own wrapper: a valid str costs no Python
+    call (a validator would cost one per call built, and calls are built per model turn)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema  # loaded already (pydantic's own)
+
+        return core_schema.custom_error_schema(
+            handler(source),
+            "json_text",
+            custom_error_message="Input should be the arguments as JSON text (a str): for a dict, give "
+            "json.dumps(arguments)",
+        )
+
+
 class ToolCall(BaseModel):
     """A tool invocation requested by the model; ``arguments`` is raw JSON text."""
 
@@ -110,7 +128,7 @@ class ToolCall(BaseModel):
 
     id: str
     name: str
-    arguments: str = "{}"
+    arguments: Annotated[str, _JSONText] = "{}"
 
 
 def _bytes_in(value: Any) -> Any:

@@ -70,6 +70,25 @@ def test_tool_call_keeps_raw_argument_text_even_when_malformed() -> None:
     assert call.arguments == '{"a": 1,,'
 
 
+@pytest.mark.parametrize("arguments", [{"city": "Paris"}, ["Paris"], 3, None])
+def test_tool_call_arguments_given_as_other_than_text_are_told_to_be_json_text(
+    arguments: object,
+) -> None:
+    """``arguments`` is the raw JSON text a model sends: a hand-built call given the dict
+    itself is told to give ``json.dumps(...)``, not pydantic's bare "Input should be a valid
+    string"; what the call holds (a str) is unchanged, and so is a Message carrying such a call."""
+    with pytest.raises(ValidationError, match=r"JSON text.*json\.dumps\(arguments\)"):
+        ToolCall(id="c1", name="weather", arguments=arguments)
+    with pytest.raises(ValidationError, match=r"json\.dumps\(arguments\)"):
+        Message.model_validate(
+            {"role": "assistant", "tool_calls": [{"id": "c1", "name": "w", "arguments": arguments}]}
+        )
+    assert ToolCall(id="c1", name="weather", arguments='{"city": "Paris"}').arguments == (
+        '{"city": "Paris"}'
+    )
+    assert ToolCall.model_json_schema()["properties"]["arguments"]["type"] == "string"
+
+
 def test_message_validates_user_input_and_round_trips_as_json() -> None:
     with pytest.raises(ValidationError):
         Message.model_validate({"role": "wizard", "content": "x"})
