@@ -556,9 +556,10 @@ class Resources(SharedCloseable):
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Close every MCP session and every model that has ``aclose``, but for a toolset or
-        model that someone else holds open (``async with toolset:``, a runner inside its
-        ``async with`` whose agents hold it), which its last holder closes. Safe to call twice.
+        """Close every MCP session and every model that has ``aclose`` (each once), but for a
+        toolset or model that someone else holds open (``async with toolset:``, a runner inside
+        its ``async with`` whose agents hold it), which its last holder closes. Safe to call
+        twice.
 
         Everything is closed even if one close fails; the first failure is then raised.
         """
@@ -574,9 +575,11 @@ class Resources(SharedCloseable):
         closers: list[Any] = [
             toolset.aclose for name, toolset in self._mcp.items() if name not in kept
         ]
+        # Each model once: one may be registered under several names ("fast", "default").
+        models = {id(model): model for model in self._models.values()}.values()
         closers += [
             close
-            for model in self._models.values()
+            for model in models
             if not held(model, besides=self) and callable(close := getattr(model, "aclose", None))
         ]
         if not closers:

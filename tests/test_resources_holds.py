@@ -264,6 +264,20 @@ class _Closing(ScriptedModel):
         self.closed += 1
 
 
+async def test_one_model_registered_under_two_names_is_closed_once() -> None:
+    """A model registered as "fast" and "default" (one client under two names) is closed once by
+    the resources' close, as a runner closes each part once: a model of one's own whose close is
+    not idempotent failed the second (the two ran at once)."""
+    model = _Closing(["hi"])
+    resources = Resources()
+    resources.add_model("fast", model)
+    resources.add_model("default", model)
+    with pytest.raises(ValueError, match="a model named 'fast' is already registered"):
+        resources.add_model("fast", _Closing(["hi"]))  # its client would be closed by nobody
+    await resources.aclose()
+    assert model.closed == 1
+
+
 async def test_a_runner_inside_two_blocks_at_once_holds_until_the_last_ends() -> None:
     """One runner shared by two ``async with`` blocks (two tasks of a service, say): the first
     block's end closes nothing, the last one's closes what the runner alone used."""
