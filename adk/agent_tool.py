@@ -97,6 +97,18 @@ def _spec_of(agent: Agent, input_schema: type[BaseModel] | dict[str, Any] | None
     return ToolSpec(name=agent.name, description=description, parameters=parameters)
 
 
+def _fixed(attribute: str) -> AttributeError:
+    """The refusal of setting ``attribute`` on an ``AgentTool`` already made: what it makes, the
+    tool's spec, is what an agent given the tool offers its model, taken when the agent is made
+    (``ReActAgent`` keeps its tools' specs, by name), so a spec changed afterwards would have
+    the model call a tool that no longer takes what it is offered, or is not called so."""
+    return AttributeError(
+        f"AgentTool.{attribute} cannot be set once the tool is made: the tool's name, "
+        "description and parameters come from it, and agents given the tool have taken them; "
+        "make a new AgentTool(agent, ...) instead"
+    )
+
+
 class AgentTool:
     """A ``Tool`` named and described after ``agent`` that runs it on the model's request."""
 
@@ -116,25 +128,22 @@ class AgentTool:
 
     @property
     def agent(self) -> Agent:
-        """The agent it runs. Set later, the tool's spec is named and described after the new
-        agent (checked as at construction)."""
+        """The agent it runs, which names and describes the tool: fixed once the tool is made."""
         return self._agent
 
     @agent.setter
     def agent(self, agent: Agent) -> None:
-        self._spec = _spec_of(agent, self._input_schema)
-        self._agent = agent
+        raise _fixed("agent")
 
     @property
     def input_schema(self) -> type[BaseModel] | dict[str, Any] | None:
-        """The parameters the model is offered (``{"request": str}`` when None). Set later, the
-        spec offers the new ones."""
+        """The parameters the model is offered (``{"request": str}`` when None): fixed once the
+        tool is made."""
         return self._input_schema
 
     @input_schema.setter
     def input_schema(self, input_schema: type[BaseModel] | dict[str, Any] | None) -> None:
-        self._spec = _spec_of(self._agent, input_schema)
-        self._input_schema = input_schema
+        raise _fixed("input_schema")
 
     @property
     def emit_inner_events(self) -> bool:

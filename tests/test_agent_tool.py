@@ -236,24 +236,24 @@ async def test_emit_inner_events_set_after_construction_forwards_them() -> None:
     assert {e.agent_name for e in events} == {"outer"}
 
 
-def test_agent_tool_settings_set_after_construction_are_its_spec_or_refused() -> None:
-    """``agent`` and ``input_schema`` make the spec the model is offered: set later, the spec
-    follows them (checked as at construction), so the model is not offered parameters the
-    tool no longer takes; ``emit_inner_events`` must be a bool."""
-    tool = AgentTool(_helper("planned"))
-    tool.input_schema = Trip
-    assert tool.spec.parameters == Trip.model_json_schema()
-    other = ScriptAgent("planner", "x", description="Plans trips")
-    tool.agent = other
-    assert (tool.spec.name, tool.spec.description) == ("planner", "Plans trips")
-    assert tool.spec.parameters == Trip.model_json_schema()
-    with pytest.raises(ValueError, match="cannot be a tool name"):
-        tool.agent = ScriptAgent("bad name", description="Helps")
-    with pytest.raises(TypeError, match="input_schema must be"):
-        tool.input_schema = "Trip"  # type: ignore[assignment]
-    with pytest.raises(TypeError, match="emit_inner_events must be True or False"):
+def test_agent_tool_settings_that_make_its_spec_are_refused_after_construction() -> None:
+    """``agent`` and ``input_schema`` make the spec the model is offered, which an agent given
+    the tool takes when it is made: set later, they were taken silently, the tool then running
+    one agent or schema while the model was offered another; they are refused, saying to make a
+    new tool. ``emit_inner_events``, read per call, may be set, as a bool."""
+    inner = _helper("planned")
+    tool = AgentTool(inner)
+    spec = tool.spec
+    with pytest.raises(AttributeError, match=r"AgentTool.input_schema cannot be set .* new Agent"):
+        tool.input_schema = Trip
+    with pytest.raises(AttributeError, match=r"AgentTool.agent cannot be set once the tool is ma"):
+        tool.agent = ScriptAgent("planner", "x", description="Plans trips")
+    with pytest.raises(TypeError, match="emit_inner_events must be True or False, got str"):
         tool.emit_inner_events = "yes"  # type: ignore[assignment]
-    assert tool.agent is other and tool.input_schema is Trip and tool.emit_inner_events is False
+    assert (tool.agent, tool.input_schema, tool.emit_inner_events) == (inner, None, False)
+    assert tool.spec is spec
+    with pytest.raises(TypeError, match="input_schema must be a pydantic model class, a JSON s"):
+        AgentTool(inner, input_schema="Trip")  # type: ignore[arg-type]
 
 
 class Trip(BaseModel):
