@@ -116,8 +116,10 @@ class _JSONText:
         return core_schema.custom_error_schema(
             handler(source),
             "json_text",
-            custom_error_message="Input should be the arguments as JSON text (a str): for a dict, give "
-            "json.dumps(arguments)",
+            custom_error_message=(
+                "Input should be the arguments as JSON text (a str): for a dict, give "
+                "json.dumps(arguments)"
+            ),
         )
 
 
