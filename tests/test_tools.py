@@ -191,6 +191,31 @@ def test_a_field_default_naming_the_parameter_otherwise_is_refused(given: Any) -
         FunctionTool(refund)
 
 
+def test_a_field_alias_on_a_parameter_given_another_field_name_is_refused_too() -> None:
+    # A parameter named like a BaseModel attribute (json, schema, copy...) or with a leading
+    # underscore gets another field name, the parameter's own its alias: that alias overrode
+    # the Field's, so its alias was dropped without a word where any other parameter's is
+    # refused, and the model was offered "schema" where the author meant "db_schema".
+    def tables(schema: str = Field("public", alias="db_schema")) -> str:
+        return schema
+
+    with pytest.raises(
+        TypeError, match=r"tool 'tables': parameter 'schema': its Field names it 'db_schema'"
+    ):
+        FunctionTool(tables)
+
+    def scan(_limit: Annotated[int, Field(validation_alias="limit")] = 5) -> int:
+        return _limit
+
+    with pytest.raises(TypeError, match=r"tool 'scan': parameter '_limit': .* 'limit'"):
+        FunctionTool(scan)
+
+    def dump(json: Annotated[int, Field(alias="json", ge=0)] = 1) -> int:  # its own name: fine
+        return json
+
+    assert list(FunctionTool(dump).spec.parameters["properties"]) == ["json"]
+
+
 def test_descriptions_from_a_rest_docstring() -> None:
     @tool
     async def forecast(city: str, days: int = 2) -> str:
