@@ -177,6 +177,23 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), {k: v for k, v in params.items() if v}
 
 
+def _check_alias(tool_name: str, param_name: str, info: FieldInfo) -> None:
+    """Refuse a Field's alias (in the default or ``Annotated``) naming the argument otherwise
+    than ``param_name``: the model would give it under another name than the approval request,
+    a ``require_approval`` function and an edit's note show it by; an edit by the request's
+    names then lost that argument without a word (a field's own name is no extra to pydantic)."""
+    other = next(
+        (a for a in (info.alias, info.validation_alias) if a not in (None, param_name)), None
+    )
+    if other is not None:
+        fix = f"rename the parameter {other!r} instead" if isinstance(other, str) else ""
+        raise TypeError(
+            f"tool {tool_name!r}: parameter {param_name!r}: its Field names it {other!r}, "
+            "but the model gives every argument under the parameter's own name; drop the "
+            f"alias{' or ' + fix if fix else ''}"
+        )
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
@@ -665,6 +682,13 @@ class FunctionTool(Generic[_P, _R]):
             if help_text:
                 extra["description"] = help_text
             if field != param.name:
+                # The parameter's own name as the alias overrides a Field's: refuse that one
+                # here, as the merged field's is below for every other parameter.
+                for given in (
+                    get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
+                ):
+                    if isinstance(given, FieldInfo):
+                        _check_alias(tool_name, param.name, given)
                 extra["alias"] = param.name
             fields[field] = (annotation, Field(default, **extra))
             names.append((field, param.name))
@@ -678,22 +702,7 @@ class FunctionTool(Generic[_P, _R]):
         except PydanticUserError as exc:  # no schema, or a type pydantic refuses (TypedDict)
             raise _unshowable(tool_name, fields, names, exc) from exc
         for field, param_name in names:
-            # A Field's alias (in the default or ``Annotated``) would have the model give the
-            # argument under another name than the approval request, a ``require_approval``
-            # function and an edit's note show it by; an edit by the request's names then lost
-            # that argument without a word (a field's own name is no extra to pydantic).
-            info = self._args_model.model_fields[field]
-            other = next(
-                (a for a in (info.alias, info.validation_alias) if a not in (None, param_name)),
-                None,
-            )
-            if other is not None:
-                fix = f"rename the parameter {other!r} instead" if isinstance(other, str) else ""
-                raise TypeError(
-                    f"tool {tool_name!r}: parameter {param_name!r}: its Field names it {other!r}, "
-                    "but the model gives every argument under the parameter's own name; drop the "
-                    f"alias{' or ' + fix if fix else ''}"
-                )
+            _check_alias(tool_name, param_name, self._args_model.model_fields[field])
         self._field_names = tuple(names)
         # No parameter renamed: the validated instance's ``__dict__`` is the arguments by name.
         self._same_names = all(field == param for field, param in names)
