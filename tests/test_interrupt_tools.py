@@ -888,42 +888,50 @@ async def test_a_tool_asks_again_when_the_answer_does_not_fit(tmp_path: Path) ->
 
 
 def _sent_tool_ids(body: Any) -> list[list[str]]:
-    """Per assistant message with calls in a chat request: its call ids, then the ids its tool
-    messages answer, in the order sent."""
+    """Per reply with calls in a request (Chat Completions or Responses): its call ids, then the
+    ids its results answer, in the order sent."""
     rounds: list[list[str]] = []
-    for message in body["messages"]:
-        if message["role"] == "assistant" and message.get("tool_calls"):
-            rounds.append([c["id"] for c in message["tool_calls"]])
-            rounds.append([])
-        elif message["role"] == "tool":
-            rounds[-1].append(message["tool_call_id"])
+    for item in body.get("messages", body.get("input")):
+        if item.get("role") == "assistant" and item.get("tool_calls"):
+            rounds += [[c["id"] for c in item["tool_calls"]], []]
+        elif item.get("type") == "function_call":
+            if not rounds or rounds[-1]:
+                rounds += [[], []]
+            rounds[-2].append(item["call_id"])
+        elif item.get("role") == "tool" or item.get("type") == "function_call_output":
+            rounds[-1].append(item.get("tool_call_id", item.get("call_id")))
     return rounds
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_results_answered_on_resume_are_sent_to_the_model_in_the_calls_order(
-    tmp_path: Path,
+    api: str, tmp_path: Path
 ) -> None:
     # The model called A (paused for approval) then B (ran); after the resume the model was sent
     # assistant [A, B], tool B, tool A: servers whose templates pair results with calls by
-    # position read A's result as B's. It is sent in the calls' order; the events (and so the
-    # history) keep completion order, as DESIGN says.
+    # position read A's result as B's. It is sent in the calls' order, in this run and the next
+    # (whose input is the history); the events (and so the history) keep completion order, as
+    # DESIGN says.
     tools = Tools()
     calls = [
         WireCall("approve", json.dumps({"item": "pay ACME"}), "call_a"),
         WireCall("lookup", json.dumps({"query": "rates"}), "call_b"),
     ]
-    script = [WireReply(tool_calls=calls), WireReply(text="done")]
+    script = [WireReply(tool_calls=calls), WireReply(text="done"), WireReply(text="again")]
     async with (
         OpenAIServer(script) as server,
         SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
     ):
-        model = wire_model(server)
+        model = wire_model(server, api)
         agent = ReActAgent("pay", model, tools=[tools.approve, tools.lookup])
         async with Runner(agent, checkpoint_store=store) as runner:
             paused = await runner.invoke("pay ACME and look up rates")
             assert paused.checkpoint_id is not None
             done = await runner.invoke_resume(paused.checkpoint_id, "yes")
-    assert done.text == "done"
-    assert _sent_tool_ids(server.bodies[1]) == [["call_a", "call_b"], ["call_a", "call_b"]]
+            assert done.text == "done"
+            again = await runner.invoke([*done.messages, adk.Message.user("and again?")])
+    assert again.text == "again"
     results = [m.tool_call_id for m in done.messages if m.role == adk.Role.TOOL]
     assert results == ["call_b", "call_a"]  # the events: completion order
+    for body in server.bodies[1:]:
+        assert _sent_tool_ids(body) == [["call_a", "call_b"], ["call_a", "call_b"]]

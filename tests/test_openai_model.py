@@ -2982,3 +2982,43 @@ async def test_a_refusal_placing_a_tool_by_its_index_names_the_tool(api: str) ->
             with pytest.raises(ModelError) as refused:  # an index the request has not: as said
                 await model.generate([Message.user("hi")], tools=tools)
             assert str(refused.value).endswith("Invalid 'tools[7].function.parameters': bad.")
+
+
+def test_a_rounds_results_go_in_its_calls_order_and_a_run_that_does_not_fit_is_left_as_given() -> (
+    None
+):
+    # Results come in the order their calls finished; the wire sends them in the calls' order
+    # (servers pairing them by position misread them otherwise), per round, the short ids a
+    # server that refused ids gets included. A round whose results do not answer its calls one
+    # to one (an id no call has, one answered twice, two calls sharing an id) is sent as given:
+    # the server's refusal then names what was given.
+    def reply(*ids: str) -> Message:
+        calls = [ToolCall(id=i, name="f", arguments="{}") for i in ids]
+        return Message.assistant("", tool_calls=calls)
+
+    def result(call_id: str) -> Message:
+        return Message.tool("r", tool_call_id=call_id, name="f")
+
+    conversation = [
+        Message.user("hi"),
+        reply("a", "b", "c"),
+        *map(result, "cab"),
+        reply("d", "e"),
+        *map(result, "ed"),
+        Message.user("more"),
+    ]
+
+    def answered(wire: list[dict[str, Any]]) -> list[str]:
+        return [m["tool_call_id"] for m in wire if m["role"] == "tool"]
+
+    assert answered(chat_messages(conversation)) == list("abcde")
+    short = chat_messages(conversation, short_ids=True)
+    assert answered(short) == [
+        c["id"] for m in short if m.get("tool_calls") for c in m["tool_calls"]
+    ]
+    for odd in (
+        [reply("a", "b"), result("b"), result("x")],
+        [reply("a", "b"), result("b"), result("b")],
+        [reply("a", "a"), result("a"), result("a")],
+    ):
+        assert answered(chat_messages(odd)) == [m.tool_call_id for m in odd[1:]]

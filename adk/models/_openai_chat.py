@@ -30,6 +30,7 @@ from ._openai_common import (
     reasoning_of,
     require_tool_call_id,
     response_identity,
+    results_in_call_order,
     text_of,
     unkeyed,
     unknown_role,
@@ -174,6 +175,7 @@ def chat_messages(
     was in the tag carries (sent, as it was then)."""
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
+    rounds: list[tuple[int, list[str]]] = []  # replies of several calls: results_in_call_order
     for position, message in enumerate(messages):
         role = message.role
         if attached is not None and role != _TOOL:
@@ -208,6 +210,8 @@ def chat_messages(
                             wire["extra_content"] = extra
                 if send_reasoning:
                     entry["reasoning_content"] = message.reasoning or ""
+                if len(calls) > 1:
+                    rounds.append((len(out) + 1, [str(wire["id"]) for wire in calls]))
             if kept:
                 details = metadata.get(REASONING_DETAILS)
                 if details:
@@ -244,6 +248,8 @@ def chat_messages(
             raise unknown_role(message, position)
     if attached is not None:
         out.append({"role": "user", "content": attached})
+    if rounds:
+        results_in_call_order(out, rounds, "role", "tool", "tool_call_id")
     return out
 
 

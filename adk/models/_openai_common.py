@@ -500,3 +500,39 @@ def responses_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
         return {"type": "input_text", "text": part_placeholder(part)}
     name = part.name if isinstance(part, FilePart) and part.name else "file"
     return {"type": "input_file", "file_data": data_url(mime, data), "filename": name}
+
+
+def results_in_call_order(
+    out: list[dict[str, Any]],
+    rounds: list[tuple[int, list[str]]],
+    field: str,
+    kind: str,
+    id_field: str,
+) -> None:
+    """Sort, in place, the tool results in ``out`` that answer each of ``rounds``' calls into
+    the calls' order: ``(start, ids)`` says the results of the calls ``ids`` (in the reply's
+    order, as sent) begin at ``out[start]``, a run of items whose ``field`` is ``kind`` and
+    ``id_field`` the id of the call each answers. A
+    conversation holds a round's results in the order they finished (a call answered on resume
+    after the round's others, a slow call after a fast one), which OpenAI takes; servers whose
+    chat templates pair results with calls by position (Mistral's, some behind vLLM or Ollama)
+    and APIs that match them by order (Gemini's function responses) do not. A run with an id
+    that none or two of the calls have, or answered twice, is left as it is: the server's
+    refusal, if any, then names it as it was given. Only for replies of more than one call."""
+    for start, ids in rounds:
+        order = {call_id: i for i, call_id in enumerate(ids)}
+        if len(order) != len(ids):  # two calls share an id: which result answers which is moot
+            continue
+        end = start
+        size = len(out)
+        while end < size and out[end].get(field) == kind:
+            end += 1
+        if end - start < 2:
+            continue
+        run = out[start:end]
+        answered: list[str] = [item[id_field] for item in run]
+        if len(set(answered)) != len(answered) or not all(a in order for a in answered):
+            continue
+        ranks = [order[a] for a in answered]
+        if ranks != sorted(ranks):
+            out[start:end] = [run[i] for i in sorted(range(len(run)), key=ranks.__getitem__)]

@@ -23,6 +23,7 @@ from ._openai_common import (
     require_tool_call_id,
     response_identity,
     responses_part,
+    results_in_call_order,
     text_of,
     unknown_role,
     unusable_reply,
@@ -53,10 +54,12 @@ def responses_input(
     a message's parts are the placeholders in its text (:func:`parts_as_text`), no content item
     but text is sent."""
     out: list[dict[str, Any]] = []
+    rounds: list[tuple[int, list[str]]] = []  # replies of several calls: results_in_call_order
     for position, message in enumerate(messages):
         role = message.role
         if role == _ASSISTANT:
-            if message.content or not message.tool_calls:
+            calls = message.tool_calls
+            if message.content or not calls:
                 out.append({"role": "assistant", "content": message.content})
             out.extend(
                 {
@@ -65,8 +68,10 @@ def responses_input(
                     "name": call.name,
                     "arguments": call.arguments or "{}",
                 }
-                for call in message.tool_calls
+                for call in calls
             )
+            if len(calls) > 1:
+                rounds.append((len(out), [call.id for call in calls]))
         elif role == _TOOL:
             output: str | list[dict[str, Any]] = message.content
             if message.parts and not send_parts:
@@ -97,6 +102,8 @@ def responses_input(
                 out.append({"role": _PLAIN_ROLES[role], "content": message.content})
         else:
             raise unknown_role(message, position)
+    if rounds:
+        results_in_call_order(out, rounds, "type", "function_call_output", "call_id")
     return out
 
 
