@@ -512,13 +512,15 @@ def results_in_call_order(
     """Sort, in place, the tool results in ``out`` that answer each of ``rounds``' calls into
     the calls' order: ``(start, ids)`` says the results of the calls ``ids`` (in the reply's
     order, as sent) begin at ``out[start]``, a run of items whose ``field`` is ``kind`` and
-    ``id_field`` the id of the call each answers. A
-    conversation holds a round's results in the order they finished (a call answered on resume
-    after the round's others, a slow call after a fast one), which OpenAI takes; servers whose
-    chat templates pair results with calls by position (Mistral's, some behind vLLM or Ollama)
-    and APIs that match them by order (Gemini's function responses) do not. A run with an id
-    that none or two of the calls have, or answered twice, is left as it is: the server's
-    refusal, if any, then names it as it was given. Only for replies of more than one call."""
+    ``id_field`` the id of the call each answers. A conversation holds a round's results in the
+    order they finished (a call answered on resume after the round's others, a slow call after a
+    fast one); OpenAI pairs them by id, but not every server behind an OpenAI-compatible
+    endpoint does: Gemini's function responses are reported to be matched to its calls by
+    order, Bedrock's toolResult blocks to be refused out of its toolUse order, and a chat
+    template that renders results without their ids leaves the model to pair them by position.
+    A run with an id that none or two of the calls have, or answered twice, is left as it is:
+    the server's refusal, if any, then names it as it was given. Only for replies of more than
+    one call: a model request's other messages cost nothing more."""
     for start, ids in rounds:
         order = {call_id: i for i, call_id in enumerate(ids)}
         if len(order) != len(ids):  # two calls share an id: which result answers which is moot
