@@ -123,8 +123,9 @@ class AgentTool:
         self._agent = agent
         self._input_schema = input_schema
         self.full_history = full_history
-        # A bool: ``lone_call`` tests ``is False``; read per round and per inner event.
-        self._emits_events = bool(emit_inner_events)
+        # A bool, checked as the setter checks it: ``lone_call`` tests ``is False``; read per
+        # round and per inner event.
+        self.emit_inner_events = emit_inner_events
 
     @property
     def agent(self) -> Agent:

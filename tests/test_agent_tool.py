@@ -256,6 +256,16 @@ def test_agent_tool_settings_that_make_its_spec_are_refused_after_construction()
         AgentTool(inner, input_schema="Trip")  # type: ignore[arg-type]
 
 
+def test_emit_inner_events_given_other_than_a_bool_is_refused_at_construction_too() -> None:
+    """The setter refuses "yes"; the constructor took bool() of anything, so
+    ``emit_inner_events="false"`` forwarded every inner event without a word."""
+    inner = _helper("planned")
+    for value in ("false", 0, None):
+        with pytest.raises(TypeError, match="emit_inner_events must be True or False, got"):
+            AgentTool(inner, emit_inner_events=value)  # type: ignore[arg-type]
+    assert AgentTool(inner, emit_inner_events=True).emit_inner_events is True
+
+
 class Trip(BaseModel):
     city: str
     days: int = 1
