@@ -82,10 +82,13 @@ def no_attribute(obj: object, name: str, hints: Mapping[str, str] = _HINTS) -> A
 def install(cls: type, hints: Mapping[str, str] = _HINTS) -> None:
     """Give ``cls`` a property for each Google ADK name of ``hints`` it does not have, raising
     :func:`no_attribute` (so ``getattr(ctx, "state", None)`` and ``hasattr`` behave as for any
-    missing attribute)."""
+    missing attribute). Set or deleted, it raises the same error: a property without a setter
+    said only "property of 'ModelRequest' object has no setter" (Python 3.11's words) to a
+    ported ``llm_request.contents = [...]``."""
     for name in hints:
         if not any(name in vars(klass) for klass in cls.__mro__):
-            setattr(cls, name, property(_raiser(name, hints), doc=hints[name]))
+            read = _raiser(name, hints)
+            setattr(cls, name, property(read, _write_raiser(read), read, doc=hints[name]))
 
 
 def _raiser(name: str, hints: Mapping[str, str]) -> Callable[[object], NoReturn]:
@@ -93,6 +96,13 @@ def _raiser(name: str, hints: Mapping[str, str]) -> Callable[[object], NoReturn]
         raise no_attribute(obj, name, hints)
 
     return read
+
+
+def _write_raiser(read: Callable[[object], NoReturn]) -> Callable[[object, object], NoReturn]:
+    def write(obj: object, value: object) -> NoReturn:
+        read(obj)
+
+    return write
 
 
 class _Absent:

@@ -208,3 +208,24 @@ def test_the_openai_agents_sdks_runner_methods_name_what_they_are_here() -> None
         "Runner.run_sync is asyncio.run(Runner(agent).invoke(input)) here"
     )
     assert not hasattr(runner, "run_sync") and not hasattr(Runner, "run_streamed")
+
+
+def test_a_google_adk_name_assigned_or_deleted_says_what_it_is_here() -> None:
+    # A before_model_callback ported from Google ADK assigns llm_request.contents = [...] (its
+    # history trimmed) or llm_request.config = ...; the names' properties had no setter, so
+    # the error was Python's "property of 'ModelRequest' object has no setter" (3.11's words,
+    # naming neither the attribute nor what it is here), where the slotted class said "object
+    # has no attribute 'contents'" before the properties were installed.
+    request = ModelRequest([], [], None, None, False)  # type: ignore[arg-type]
+    contents = "Google ADK's llm_request.contents is request.messages here (adk.Message items)"
+    expected = f"'ModelRequest' object has no attribute 'contents': {contents}"
+    with pytest.raises(AttributeError) as failed:
+        request.contents = []  # type: ignore[attr-defined]
+    assert str(failed.value) == expected
+    with pytest.raises(AttributeError) as failed:
+        del request.contents  # type: ignore[attr-defined]
+    assert str(failed.value) == expected
+    stand_in = SimpleNamespace(session=Session())
+    ctx = ToolContext(stand_in, tool_name="t", tool_call_id="c1", address="agent:a")  # type: ignore[arg-type]
+    with pytest.raises(AttributeError, match=r"^'ToolContext' object has no attribute 'state': "):
+        ctx.state = {}  # type: ignore[attr-defined]
