@@ -521,20 +521,28 @@ def results_in_call_order(
     A run with an id that none or two of the calls have, or answered twice, is left as it is:
     the server's refusal, if any, then names it as it was given. Only for replies of more than
     one call: a model request's other messages cost nothing more."""
+    size = len(out)
     for start, ids in rounds:
-        order = {call_id: i for i, call_id in enumerate(ids)}
-        if len(order) != len(ids):  # two calls share an id: which result answers which is moot
-            continue
         end = start
-        size = len(out)
         while end < size and out[end].get(field) == kind:
             end += 1
         if end - start < 2:
             continue
-        run = out[start:end]
-        answered: list[str] = [item[id_field] for item in run]
-        if len(set(answered)) != len(answered) or not all(a in order for a in answered):
+        if end - start == len(ids):
+            # the common case, every call answered in its order: a plain loop, no frame (this
+            # runs per model call for each multi-call round of the whole history)
+            at = start
+            for call_id in ids:
+                if out[at][id_field] != call_id:
+                    break
+                at += 1
+            else:
+                continue
+        if len(set(ids)) != len(ids):  # two calls share an id: which result answers which is moot
             continue
-        ranks = [order[a] for a in answered]
-        if ranks != sorted(ranks):
-            out[start:end] = [run[i] for i in sorted(range(len(run)), key=ranks.__getitem__)]
+        by_id = {item[id_field]: item for item in out[start:end]}
+        if len(by_id) != end - start:  # a call answered twice
+            continue
+        placed = [by_id[call_id] for call_id in ids if call_id in by_id]
+        if len(placed) == end - start:  # else a result answers none of the calls: as given
+            out[start:end] = placed
