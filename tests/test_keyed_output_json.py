@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from adk import Interrupt
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
@@ -247,6 +247,38 @@ def test_an_output_model_json_cannot_write_is_refused_naming_where(output: Any, 
     ) as no:
         KeyedOutput("k", 0, None, output=output).to_dict()
     assert where in str(no.value)
+
+
+class _Nested(BaseModel):
+    """A model that writes itself (``@model_serializer``) nested past pydantic's limit: the
+    walk names the model, not a place inside it."""
+
+    @model_serializer
+    def _written(self) -> Any:
+        value: Any = 1
+        for _ in range(300):
+            value = [value]
+        return value
+
+
+@pytest.mark.parametrize(
+    ("output", "where"),
+    [
+        (_Nested(), "at output ("),
+        ({"a": _Nested()}, "at output.a ("),
+        ([_Nested()], "at output[0] ("),
+    ],
+    ids=["top", "in-dict", "in-list"],
+)
+def test_a_model_too_deep_at_a_short_path_is_named_there_without_an_ellipsis(
+    output: Any, where: str
+) -> None:
+    """A value too deep whose place is short (a model that writes itself nested too deeply,
+    found where it is) was said to be 'at output.a... (flatten it)', and 'at output...' at the top,
+    as if the path went on and had been cut: only a path longer than is shown is cut."""
+    with pytest.raises(ValueError, match=r"_Nested nested deeper than 200 levels") as no:
+        KeyedOutput("k", 0, None, output=output).to_dict()
+    assert where in str(no.value) and "..." not in str(no.value), str(no.value)
 
 
 class _Tally(BaseModel):

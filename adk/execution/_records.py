@@ -743,7 +743,8 @@ def _unwritable(
         )
     elif how == DEEP:
         problem = f"{type(bad).__qualname__} nested deeper than {MAX_DEPTH} levels"
-        place = f"{place[:60]}..."
+        if len(place) > 60:  # cut only when there is more: a model refused whole is at its place
+            place = f"{place[:60]}..."
         hint = "flatten it"
     elif how == BELOW:  # the walk went no deeper: pydantic's words say what is there
         return ValueError(
