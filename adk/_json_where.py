@@ -168,7 +168,7 @@ class _Walk:
         """``at`` of a model: its fields by name, each written by the model's own rules (its
         config, its field serializers: pydantic's plain ones would blame bytes a model writes
         as base64), then its extras; else the model itself, which writes itself and fails."""
-        failing = failing_field(value, self.fallback)
+        failing = _failing_field(value, self.fallback)
         if failing is not None:
             name, inner, exc, plain = failing
             found = self._in_items(value, ((name, inner),), depth) if plain else None
@@ -247,7 +247,7 @@ def _unwriting(value: Any, fallback: Callable[[Any], Any] | None) -> str | None:
     return None
 
 
-def failing_field(
+def _failing_field(
     value: BaseModel, fallback: Callable[[Any], Any] | None
 ) -> tuple[str, Any, Exception, bool] | None:
     """The first field of ``value`` that its own serializer cannot write as JSON, each written
