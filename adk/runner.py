@@ -1787,9 +1787,8 @@ def _saved_index(plan: _ResumePlan | None) -> int | None:
     progress = plan.progress if plan is not None else None
     if progress is None:
         return None
-    kept = progress.body.get("record_key")
-    index = kept.get("index") if isinstance(kept, dict) else None
-    return index if type(index) is int else None
+    record = _record_keys.listed(progress.body.get("record_key"))  # as a listing reads it
+    return record[1] if record is not None else None
 
 
 def _unreached(agent_name: str, checkpoint_id: str, points: list[str]) -> AgentEvent:
