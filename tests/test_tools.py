@@ -866,6 +866,31 @@ async def test_an_iterator_a_sync_function_returns_is_read_in_its_thread() -> No
     }
 
 
+async def test_a_huge_range_a_tool_returns_is_written_as_its_text_not_built_as_a_list() -> None:
+    # A range was written as the list it holds at any length: ``return range(10**9)`` built
+    # gigabytes (and the run stalled building them) where it read "range(0, 1000000000)" before.
+    @tool
+    def huge() -> Any:
+        """Ids."""
+        return {"ids": range(10**9), "past_maxsize": range(10**20)}
+
+    @tool
+    def short() -> Any:
+        """Ids."""
+        return range(3)
+
+    agent = _agent(
+        [huge, short],
+        tool_call("huge", {}, id="c1"),
+        tool_call("short", {}, id="c2"),
+    )
+    await run_events(agent)
+    assert _results(agent) == {
+        "c1": '{"ids":"range(0, 1000000000)","past_maxsize":"range(0, 100000000000000000000)"}',
+        "c2": "[0,1,2]",
+    }
+
+
 async def test_any_iterator_a_sync_function_returns_is_read_in_its_thread() -> None:
     # Only the exact types map, filter, zip, enumerate, reversed and generators were read in the
     # thread: ``itertools.islice(pages(), 2)`` was read on the event loop (its blocking fetches

@@ -432,11 +432,25 @@ def _serialise(value: Any) -> str | ToolResult:
 _PART_CLASSES = frozenset({ImagePart, AudioPart, FilePart})
 
 
+_RANGE_WRITTEN_UP_TO = 10_000
+"""The longest ``range`` written as the numbers it holds. A range costs nothing however long it
+is, its list one slot per number: ``return range(10**9)`` would build gigabytes (and stall the run
+building them) for a result no model reads. Ten thousand numbers are already ~50 KB of JSON, more
+than a model makes use of; a longer range is written as its text, ``range(0, 1000000000)``, which
+says what it is in a line. A dict's views are not bounded: their dict is in memory already and
+their ``str()`` is as long as their list."""
+
+
 def _unwritten(value: Any) -> Any:
     """What JSON cannot hold, as the model reads it: a ``range`` or a dict's keys, values or
-    items (``return stock.keys()``) as the list they hold, not ``dict_keys(['a', 'b'])``; else
-    its ``str()``."""
-    if isinstance(value, (range, KeysView, ValuesView, ItemsView)):
+    items (``return stock.keys()``) as the list they hold, not ``dict_keys(['a', 'b'])``; a range
+    longer than ``_RANGE_WRITTEN_UP_TO`` and anything else as its ``str()``."""
+    if isinstance(value, range):
+        # len() of a range past sys.maxsize items (range(10**20)) is an OverflowError; its
+        # slice to one more than the limit has a length that fits.
+        short = len(value[: _RANGE_WRITTEN_UP_TO + 1]) <= _RANGE_WRITTEN_UP_TO
+        return list(value) if short else str(value)
+    if isinstance(value, (KeysView, ValuesView, ItemsView)):
         return list(value)
     return str(value)
 
