@@ -6,11 +6,16 @@ names are ``REQUEST_HINTS``, installed on ``ModelRequest``). Out of a tool, the 
 ``'ToolContext' object has no attribute 'state'`` became the error result the model read,
 telling no one what the name is here; the error now says it. The OpenAI Agents SDK's
 ``Runner.run_sync`` and ``run_streamed`` (``RUNNER_HINTS``) are read from the class itself, as
-that SDK calls them: ``install_absent`` raises there too. Each such name is a property of the context classes that raises
-that error (``install``), set after the class is made so type checkers do not see it and a
-ported name stays a type error. Not a ``__getattr__``: a class with one has every attribute read
-of its instances left unspecialised by CPython's adaptive interpreter (it cost ~5k instructions
-per agent step of a workflow, measured), and it hid a property's own ``AttributeError``.
+that SDK calls them: ``install_absent`` raises there too. Each such name is a property of the
+context classes that raises that error (``install``), set after the class is made so type checkers
+do not see it and a ported name stays a type error. Not a ``__getattr__``: a class with one has
+every attribute read of its instances left unspecialised by CPython's adaptive interpreter (it
+cost ~5k instructions per agent step of a workflow, measured), and it hid a property's own
+``AttributeError``.
+
+``AGENT_ARGUMENT_HINTS`` is the same kind of table for another SDK's agent constructor arguments
+(``instructions=``, ``before_model_callback=``), which ``prebuilt.ReActAgent``'s ``TypeError``
+names. It is data only, so it lives here, where ``adk`` may hold it and ``prebuilt`` reads it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NoReturn
 
-__all__ = ["REQUEST_HINTS", "RUNNER_HINTS", "install", "install_absent", "no_attribute"]
+__all__ = [
+    "AGENT_ARGUMENT_HINTS",
+    "REQUEST_HINTS",
+    "RUNNER_HINTS",
+    "install",
+    "install_absent",
+    "no_attribute",
+]
 
 _HINTS = {
     "state": "Google ADK's state is ctx.session here (ctx.session['k'], ctx.session.get('k'))",
@@ -68,6 +80,55 @@ RUNNER_HINTS = {
     ),
 }
 """The OpenAI Agents SDK's ``Runner`` methods, called on the class as that SDK does."""
+
+_CALLBACK_ARGUMENTS = {
+    f"{when}_{what}_callback": f"Google ADK's {when}_{what}_callback is callbacks=[adk.Callbacks("
+    f"{when}_{what}=...)] here (a ReActAgent's own callbacks, with pyadk's parameters)"
+    for when in ("before", "after")
+    for what in ("agent", "model", "tool")
+}
+AGENT_ARGUMENT_HINTS = {
+    "instructions": "the OpenAI Agents SDK's instructions is instruction= here",
+    "handoffs": "the OpenAI Agents SDK's handoffs are sub_agents= here",
+    "output_type": (
+        "the OpenAI Agents SDK's output_type is output_schema= (a pydantic model class) here"
+    ),
+    "model_settings": (
+        "the OpenAI Agents SDK's model_settings is model_options=adk.ModelOptions(...) here"
+    ),
+    "generate_content_config": (
+        "Google ADK's generate_content_config is model_options=adk.ModelOptions(...) here"
+    ),
+    "handoff_description": "the OpenAI Agents SDK's handoff_description is description= here",
+    "tool_use_behavior": (
+        "the OpenAI Agents SDK's tool_use_behavior (stop_on_first_tool, StopAtTools) is "
+        "return_directly=[tool names] here"
+    ),
+    "hooks": "the OpenAI Agents SDK's AgentHooks are callbacks=[adk.Callbacks(...)] here",
+    "input_guardrails": (
+        "the OpenAI Agents SDK's input guardrails are callbacks=[...] with a before_model "
+        "callback that raises here"
+    ),
+    "output_guardrails": (
+        "the OpenAI Agents SDK's output guardrails are callbacks=[...] with an after_model "
+        "callback that raises here"
+    ),
+    **_CALLBACK_ARGUMENTS,
+    "include_contents": (
+        "Google ADK's include_contents is history_rewriter= (a function of the history "
+        "entries) here"
+    ),
+    "global_instruction": (
+        "Google ADK's global_instruction is a before_model callback given to "
+        "Runner(agent, callbacks=[...]) here"
+    ),
+    "disallow_transfer_to_parent": (
+        "Google ADK's disallow_transfer_to_parent is adk.with_sub_agents(parent, [...], "
+        "allow_transfer_to_parent=False) here, chosen by the parent"
+    ),
+}
+"""Another SDK's agent arguments a ported agent is given, with what they are here (the
+``TypeError`` of ``prebuilt.ReActAgent``'s unknown keyword arguments says it)."""
 
 
 def no_attribute(obj: object, name: str, hints: Mapping[str, str] = _HINTS) -> AttributeError:

@@ -55,6 +55,7 @@ from adk._aio import closing, finish
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import _RECORDED, NO_EVENT
 from adk._naming import naming as _naming
+from adk._ported_names import AGENT_ARGUMENT_HINTS
 from adk._turns_left import count_ahead, spent_text, turns_limit
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
@@ -1283,60 +1284,11 @@ def _is_toolset(source: object) -> bool:
     return callable(getattr(source, "tools", None)) and not hasattr(source, "spec")
 
 
-_CALLBACK_ARGUMENTS = {
-    f"{when}_{what}_callback": f"Google ADK's {when}_{what}_callback is callbacks=[adk.Callbacks("
-    f"{when}_{what}=...)] here (a ReActAgent's own callbacks, with pyadk's parameters)"
-    for when in ("before", "after")
-    for what in ("agent", "model", "tool")
-}
-_PORTED_ARGUMENTS = {
-    "instructions": "the OpenAI Agents SDK's instructions is instruction= here",
-    "handoffs": "the OpenAI Agents SDK's handoffs are sub_agents= here",
-    "output_type": (
-        "the OpenAI Agents SDK's output_type is output_schema= (a pydantic model class) here"
-    ),
-    "model_settings": (
-        "the OpenAI Agents SDK's model_settings is model_options=adk.ModelOptions(...) here"
-    ),
-    "generate_content_config": (
-        "Google ADK's generate_content_config is model_options=adk.ModelOptions(...) here"
-    ),
-    "handoff_description": "the OpenAI Agents SDK's handoff_description is description= here",
-    "tool_use_behavior": (
-        "the OpenAI Agents SDK's tool_use_behavior (stop_on_first_tool, StopAtTools) is "
-        "return_directly=[tool names] here"
-    ),
-    "hooks": "the OpenAI Agents SDK's AgentHooks are callbacks=[adk.Callbacks(...)] here",
-    "input_guardrails": (
-        "the OpenAI Agents SDK's input guardrails are callbacks=[...] with a before_model "
-        "callback that raises here"
-    ),
-    "output_guardrails": (
-        "the OpenAI Agents SDK's output guardrails are callbacks=[...] with an after_model "
-        "callback that raises here"
-    ),
-    **_CALLBACK_ARGUMENTS,
-    "include_contents": (
-        "Google ADK's include_contents is history_rewriter= (a function of the history "
-        "entries) here"
-    ),
-    "global_instruction": (
-        "Google ADK's global_instruction is a before_model callback given to "
-        "Runner(agent, callbacks=[...]) here"
-    ),
-    "disallow_transfer_to_parent": (
-        "Google ADK's disallow_transfer_to_parent is adk.with_sub_agents(parent, [...], "
-        "allow_transfer_to_parent=False) here, chosen by the parent"
-    ),
-}
-"""Another SDK's agent arguments a ported agent is given, with what they are here."""
-
-
 def _ported_argument(what: str, name: str) -> TypeError:
     """The error for an argument ``ReActAgent`` does not have: Python's words, with where another
     SDK's argument of that name went."""
     text = f"{what[:-1]}: got an unexpected keyword argument {name!r}"
-    hint = _PORTED_ARGUMENTS.get(name)
+    hint = AGENT_ARGUMENT_HINTS.get(name)
     return TypeError(text if hint is None else f"{text}; {hint}")
 
 
