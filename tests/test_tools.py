@@ -891,6 +891,24 @@ async def test_a_huge_range_a_tool_returns_is_written_as_its_text_not_built_as_a
     }
 
 
+async def test_an_iterator_a_thread_false_function_returns_is_read_on_the_event_loop() -> None:
+    # tools.md: with thread=False the function and the iterator it returns are read inline on
+    # the event loop, to their end (no timeout can be given such a tool, none could stop it).
+    loop_thread = threading.get_ident()
+
+    @tool(thread=False)
+    def inline(count: int) -> Any:
+        """Items."""
+        for _ in range(count):
+            yield threading.get_ident() == loop_thread
+
+    with pytest.raises(ValueError, match="no timeout can stop it"):
+        tool(inline.fn, thread=False, timeout=1)
+    agent = _agent([inline], tool_call("inline", {"count": 2}, id="c1"))
+    await run_events(agent)
+    assert _results(agent) == {"c1": "[true,true]"}
+
+
 async def test_any_iterator_a_sync_function_returns_is_read_in_its_thread() -> None:
     # Only the exact types map, filter, zip, enumerate, reversed and generators were read in the
     # thread: ``itertools.islice(pages(), 2)`` was read on the event loop (its blocking fetches
