@@ -25,20 +25,25 @@ from adk.checkpoint import (
 StoreFactory = Callable[..., ClaimingCheckpointStore]
 
 
+def backend_factory(request: pytest.FixtureRequest, tmp_path: Path, tag: str) -> Callable[..., Any]:
+    """A maker of new store objects over one backend's data, by the fixture's param (``sqlite``,
+    ``redis`` or ``postgres``: the server fixtures of ``services.py``), each test's data kept
+    apart by ``tag`` and a unique suffix (a Redis prefix, a PostgreSQL table)."""
+    unique = uuid.uuid4().hex[:12]
+    if request.param == "sqlite":
+        return functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
+    if request.param == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        return functools.partial(RedisCheckpointStore, redis_server.url, prefix=f"{tag}{unique}:")
+    pg: PostgresServer = request.getfixturevalue("postgres_server")
+    return functools.partial(PostgresCheckpointStore, pg.dsn, table=f"{tag}_{unique}")
+
+
 @pytest.fixture(name="make_store", params=["sqlite", "redis", "postgres"])
 async def make_store_fixture(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[StoreFactory]:
-    unique = uuid.uuid4().hex[:12]
-    factory: Callable[..., Any]
-    if request.param == "sqlite":
-        factory = functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
-    elif request.param == "redis":
-        redis_server: RedisServer = request.getfixturevalue("redis_server")
-        factory = functools.partial(RedisCheckpointStore, redis_server.url, prefix=f"c{unique}:")
-    else:
-        pg: PostgresServer = request.getfixturevalue("postgres_server")
-        factory = functools.partial(PostgresCheckpointStore, pg.dsn, table=f"cl_{unique}")
+    factory = backend_factory(request, tmp_path, "cl")
     made: list[Any] = []
 
     def make(**options: Any) -> ClaimingCheckpointStore:

@@ -12,7 +12,6 @@ own for the store-level race.
 from __future__ import annotations
 
 import asyncio
-import functools
 import sqlite3
 import threading
 import uuid
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claiming_stores import backend_factory
 from services import PostgresServer, RedisServer
 from test_resume_once import PayOnYes
 
@@ -44,19 +44,12 @@ StoreFactory = Callable[[], CheckpointStore]
 async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
     """New store objects over one backend's data, as separate processes would have (for memory,
     the one store, which only threads of one process can share)."""
-    unique = uuid.uuid4().hex[:12]
     factory: StoreFactory
     if request.param == "memory":
         shared = InMemoryCheckpointStore()
         factory = lambda: shared  # noqa: E731
-    elif request.param == "sqlite":
-        factory = functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
-    elif request.param == "redis":
-        redis_server: RedisServer = request.getfixturevalue("redis_server")
-        factory = functools.partial(RedisCheckpointStore, redis_server.url, prefix=f"n{unique}:")
     else:
-        pg: PostgresServer = request.getfixturevalue("postgres_server")
-        factory = functools.partial(PostgresCheckpointStore, pg.dsn, table=f"nr_{unique}")
+        factory = backend_factory(request, tmp_path, "nr")
     made: list[CheckpointStore] = []
 
     def make() -> CheckpointStore:
