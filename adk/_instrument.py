@@ -89,6 +89,7 @@ class _Frame:
         "caller",
         "ctx",
         "exception",
+        "failed_by",
         "failure",
         "interrupted",
         "measure",
@@ -118,6 +119,9 @@ class _Frame:
         self.span = span
         self.otel = otel
         self.exception: BaseException | None = None
+        # The exception of the error a child failed it with (not recorded here: where it
+        # happened), read only for its text without content capture (``tracing.end_agent``).
+        self.failed_by: BaseException | None = None
         self.failure: AgentEvent | None = None  # the runner's error that failed the run (root)
         self.interrupted = False  # a pause passed through it: its own, a sub-agent's, a call's
         self.usage: list[int] | None = None  # [input, output] tokens of the agent's model calls
@@ -281,6 +285,8 @@ class _Instrumented(Hooks):
             tracing = self._tracing
             if tracing is not None and action is not None and handle.span is not None:
                 tracing.agent_event(handle.span, event)
+        elif event.error is not None and handle.failed_by is None:  # a child's, passing up
+            handle.failed_by = event.exception
 
     async def agent_end(
         self, handle: _Frame | None, error: ErrorInfo | None, cancelled: bool = False
@@ -377,6 +383,7 @@ class _Instrumented(Hooks):
                     handle.measure,
                     handle.interrupted,
                     late,
+                    handle.failed_by,
                 )
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:

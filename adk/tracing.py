@@ -572,6 +572,7 @@ class _GenAITracing:
         measure: _Measure | None = None,
         interrupted: bool = False,
         late: BaseException | None = None,
+        failed_by: BaseException | None = None,
     ) -> None:
         """End an agent's span; ``usage`` is ``[input, output]`` tokens of its own model calls
         that reported usage (None: none did). A ``cancelled`` agent's span gets the event a
@@ -589,7 +590,10 @@ class _GenAITracing:
         paused run's duration (up to the pause) is not taken for a finished one's. ``late``: an
         ``after_agent`` callback's exception after the agent paused, which cannot change how it
         ended (the run waits for a person): its ``exception`` event, with no error status or
-        ``error.type``, which would count a waiting run among the failed ones."""
+        ``error.type``, which would count a waiting run among the failed ones. ``failed_by``:
+        the exception of the error an agent under this one failed with (``exception`` is the
+        agent's own, recorded where it happened): without content capture, an error whose text
+        is content (``_content_free``) is told on each span it fails by its content-free text."""
         if error is not None:
             outcome = "failed"
         elif cancelled:
@@ -618,12 +622,22 @@ class _GenAITracing:
         if cancelled:
             span.add_event(_CANCELLED, {_CANCELLED_BY: cancelled_by})
         if error is not None:
-            span.set_status(Status(StatusCode.ERROR, str(error)))
+            shown = None
+            if not self._capture:  # its text may be content: a refusal, a ValidationError's
+                source = exception if exception is not None else failed_by
+                if isinstance(source, Exception):
+                    shown = _content_free(source)
+            span.set_status(
+                Status(StatusCode.ERROR, str(error) if shown is None else f"{error.type}: {shown}")
+            )
             span.set_attribute(_ERROR_TYPE, error.type)
             if exception is not None:
-                span.record_exception(exception)
+                _record_exception(span, exception, shown)
         elif late is not None:
-            span.record_exception(late)
+            shown = (
+                None if self._capture or not isinstance(late, Exception) else _content_free(late)
+            )
+            _record_exception(span, late, shown)
         self._end(span)
 
     # -- models ---------------------------------------------------------------------------------
@@ -1207,8 +1221,18 @@ def _fail(span: Span, exc: BaseException, capture: bool = True) -> str | None:
         return error_type
     span.set_status(Status(StatusCode.ERROR, shown))
     span.set_attribute(_ERROR_TYPE, error_type)
-    # The SDK's attributes with the message replaced, in the stack trace too (its last line), and
-    # the exceptions chained to it left out (one handled while raising it may quote the same).
+    _record_exception(span, exc, shown)
+    return error_type
+
+
+def _record_exception(span: Span, exc: BaseException, shown: str | None) -> None:
+    """``span.record_exception(exc)``, or, with ``shown`` (``_content_free``'s text for an
+    exception whose own text is content), the SDK's attributes with the message replaced, in the
+    stack trace too (its last line), and the exceptions chained to it left out (one handled
+    while raising it may quote the same)."""
+    if shown is None:
+        span.record_exception(exc)
+        return
     where = "".join(traceback.format_tb(exc.__traceback__))
     kind = type(exc)
     module = kind.__module__
@@ -1222,7 +1246,6 @@ def _fail(span: Span, exc: BaseException, capture: bool = True) -> str | None:
             "exception.stacktrace": f"Traceback (most recent call last):\n{where}{named}: {shown}\n",
         },
     )
-    return error_type
 
 
 def _content_free(exc: Exception) -> str | None:
@@ -1230,7 +1253,12 @@ def _content_free(exc: Exception) -> str | None:
     (None when its text is not): a ``ToolError``'s is the tool's answer to the model, as
     ``ToolResult.error``'s is (recorded as ``_TOOL_ERROR``); a pydantic ``ValidationError``'s
     quotes each value it refused (``input_value=...``), a model's argument as often as not, so it
-    is recorded by where and why it failed, without the values."""
+    is recorded by where and why it failed, without the values. Any other exception pyadk marked
+    with the text it has without what it quotes (``tools.base._own_words``: an
+    ``OutputSchemaError`` repeating a model's refusal) is recorded as that text."""
+    own = getattr(exc, "_adk_content_free", None)
+    if type(own) is str and not isinstance(exc, ToolError):
+        return own
     if isinstance(exc, ToolError):
         # pyadk's own words (a call past its ``timeout=``) are no content, and tell an SRE why;
         # a text marked (``tools.base._own_words``) is those words without what they quote (an

@@ -71,7 +71,7 @@ from adk.tools._executor import (
     unique_call_ids,
 )
 from adk.tools._origin import tool_origin
-from adk.tools.base import ToolError, _shows_events
+from adk.tools.base import ToolError, _own_words, _shows_events
 from adk.tools.function import _is_tool_name
 
 from ._instruction import (
@@ -847,10 +847,10 @@ class _ReActCore:
                         # The model declined (OpenAI's refusal): no answer to correct, so no
                         # retry, whose prompt would call the refusal invalid JSON, and the error
                         # says what the model said rather than "not valid JSON".
-                        raise OutputSchemaError(
-                            f"agent '{self.name}': the model refused to answer with "
-                            f"{schema.__name__}: {refusal}"
-                        )
+                        # The refusal is the model's answer: content, kept off the spans
+                        # without content capture (the error's words without it).
+                        refused = f"agent '{self.name}': the model refused to answer with {schema.__name__}"
+                        raise _own_words(OutputSchemaError(f"{refused}: {refusal}"), refused)
                     if turn.schema_retried:
                         raise OutputSchemaError(
                             f"agent '{self.name}': the answer does not match "

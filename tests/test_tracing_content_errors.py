@@ -76,7 +76,7 @@ async def test_a_models_refusal_failing_an_agent_is_content_kept_off_its_spans(
                 await runner.invoke("Refund me.")
     spans = exporter.get_finished_spans()
     payer_span = _by_name(spans, "invoke_agent payer")
-    flow_span = [s for s in spans if s.name == "invoke_agent boss" and s.parent is None][0]
+    (flow_span,) = [s for s in spans if s.name == "invoke_agent boss" and s.parent is None]
     for span in (payer_span, flow_span):
         assert span.status.status_code == StatusCode.ERROR
         assert span.attributes is not None

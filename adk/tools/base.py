@@ -11,7 +11,7 @@ annotation string when the models are created at ``import adk``. Forward referen
 """
 
 from collections.abc import Callable, Generator, Iterable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -117,13 +117,20 @@ class ToolError(Exception):
     """Raise from a tool to return a clean error result (no traceback type name in the text)."""
 
 
-def _own_words(error: ToolError, without_content: str | None = None) -> ToolError:
+_E = TypeVar("_E", bound=Exception)
+
+
+def _own_words(error: _E, without_content: str | None = None) -> _E:
     """``error``, a ``ToolError`` pyadk raises in its own words, marked so that its
     ``execute_tool`` span keeps them without content capture (``adk.tracing._content_free``):
     the whole message, or ``without_content``, the message without what it quotes (an inner
     agent's error, a user function's exception). A tool's own ``ToolError`` is its answer to
     the model, content, and kept off the span; pyadk's say why the call failed, which an SRE
-    must tell apart from a tool's failure. An attribute, so it pickles with the error."""
+    must tell apart from a tool's failure. An attribute, so it pickles with the error.
+
+    Any other exception whose message quotes content (a model's refusal an ``OutputSchemaError``
+    repeats) is marked with ``without_content`` alone: an agent's span, and those of the agents
+    its failure passes through, then record that text instead when content is not captured."""
     error._adk_content_free = True if without_content is None else without_content  # type: ignore[attr-defined]
     return error
 
