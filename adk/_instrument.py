@@ -385,6 +385,10 @@ class _Instrumented(Hooks):
                     late,
                     handle.failed_by,
                 )
+            # The exceptions were for the span, which has ended: kept, each one's traceback
+            # (frames holding this run's contexts, whose ``_trace`` is this frame) made a
+            # reference cycle of a failed traced run.
+            handle.exception = handle.failed_by = handle.failure = None
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:
         frame: _Frame | None = ctx._trace

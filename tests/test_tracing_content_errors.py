@@ -9,7 +9,9 @@ MESSAGE_CONTENT`` was off. Real HTTP: the refusal comes from the OpenAI wire pro
 
 from __future__ import annotations
 
+import gc
 import json
+import types
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -25,6 +27,7 @@ from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixt
 import adk
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, RunError, Runner
 from adk.models import RetryPolicy
+from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import ReActAgent, Supervisor
 
@@ -126,3 +129,41 @@ async def test_a_validation_error_failing_an_agent_is_recorded_without_its_value
     assert str(attributes["exception.stacktrace"]).endswith(
         f"ValidationError: {checker.status.description.split(': ', 1)[1]}\n"
     )
+
+
+async def test_a_failed_traced_run_leaves_no_traceback_in_a_reference_cycle(
+    provider: TracerProvider,
+) -> None:
+    """The frame of each traced agent kept the exception its span recorded (and now the one a
+    child failed it with), whose traceback holds the frames of the run's agents, whose contexts
+    hold that frame: a failed traced run's frames and tracebacks waited for the cyclic
+    collector. (A traced run's contexts and agent frames still refer to each other: not these.)"""
+    worker = ReActAgent(
+        "w", ScriptedModel([ConnectionError("down"), ConnectionError("down")]), description="Works."
+    )
+    boss = ReActAgent(
+        "boss",
+        ScriptedModel([Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "w"})])]),
+    )
+    runner = Runner(
+        adk.SequentialAgent("steps", [Supervisor(boss, [worker])]), tracer_provider=provider
+    )
+    with pytest.raises(RunError):  # a first run: what is made once (imports, caches) is made
+        await runner.invoke("hi")
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        with pytest.raises(RunError):
+            await runner.invoke("hi")
+        gc.collect()
+        kept = [
+            type(o).__name__
+            for o in gc.garbage
+            if isinstance(o, types.TracebackType | types.FrameType)
+        ]
+    finally:
+        gc.garbage.clear()
+        gc.set_debug(0)
+        gc.enable()
+    assert kept == []
