@@ -52,6 +52,7 @@ from pydantic import ValidationError
 from ._approval import _Denial, _EditedCall
 from ._hooks import ModelRequest, _root_span_attributes
 from ._nonfinite import dumps_finite
+from .events import ErrorInfo
 from .interrupts import Interrupt
 from .messages import Message, MessageChunk, Role, Usage, join_chunks
 from .models.base import ModelError, model_name_of
@@ -60,7 +61,7 @@ from .tools.base import Tool, ToolContext, ToolError, ToolProgress, ToolResult
 if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext
-    from .events import AgentEvent, AgentOutput, ErrorInfo
+    from .events import AgentEvent, AgentOutput
     from .messages import ToolCall
 
 __all__ = ["CAPTURE_CONTENT_ENV"]
@@ -624,7 +625,9 @@ class _GenAITracing:
         if error is not None:
             shown = None
             if not self._capture:  # its text may be content: a refusal, a ValidationError's
-                source = exception if exception is not None else failed_by
+                source = exception
+                if source is None and failed_by is not None and _describes(error, failed_by):
+                    source = failed_by  # a child's, seen as it passed: the one it failed with
                 if isinstance(source, Exception):
                     shown = _content_free(source)
             span.set_status(
@@ -1223,6 +1226,13 @@ def _fail(span: Span, exc: BaseException, capture: bool = True) -> str | None:
     span.set_attribute(_ERROR_TYPE, error_type)
     _record_exception(span, exc, shown)
     return error_type
+
+
+def _describes(error: ErrorInfo, exc: BaseException) -> bool:
+    """Whether ``error`` is the description of ``exc``: the error event of a child is passed up
+    as it is (the same ``ErrorInfo``), but an agent may fail with another error than the first
+    a child's event carried past it (an ``AgentTool``'s inner error it forwarded, say)."""
+    return ErrorInfo.of(exc) == error
 
 
 def _record_exception(span: Span, exc: BaseException, shown: str | None) -> None:

@@ -167,3 +167,23 @@ async def test_a_failed_traced_run_leaves_no_traceback_in_a_reference_cycle(
         gc.set_debug(0)
         gc.enable()
     assert kept == []
+
+
+async def test_an_agent_failing_after_a_forwarded_inner_error_is_described_by_its_own(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``AgentTool`` forwarding its inner events passes the inner agent's error event up
+    through the calling agent, which then fails with another error: the spans above it say
+    that one, not the content-free text of the error that passed first."""
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    checker = adk.AgentTool(_Validating("checker", description="Checks."), emit_inner_events=True)
+    call = Reply(tool_calls=[tool_call("checker", {"request": f"card {SECRET}"})])
+    caller = ReActAgent(
+        "caller", ScriptedModel([call, ConnectionError("model down")]), tools=[checker]
+    )
+    with pytest.raises(RunError, match="model down"):
+        await Runner(adk.SequentialAgent("steps", [caller]), tracer_provider=provider).invoke("x")
+    spans = exporter.get_finished_spans()
+    assert SECRET not in _told(spans)
+    for name in ("invoke_agent caller", "invoke_agent steps"):
+        assert _by_name(spans, name).status.description == "ConnectionError: model down"
