@@ -19,6 +19,9 @@ from typing import Any
 
 import pytest
 from agent_trees import agent_tree, end_a_run
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
 
 import adk
 from adk import (
@@ -216,7 +219,15 @@ def _events(runner: Runner) -> Callable[[], Awaitable[None]]:
     return one_run
 
 
-def _shapes() -> dict[str, Callable[[], Awaitable[None]]]:
+def _shapes(traced: bool = False) -> dict[str, Callable[[], Awaitable[None]]]:
+    """The shapes of run, each by a runner of its own; ``traced``: with spans and metrics
+    recorded (an SDK tracer provider, no exporter, and a meter provider)."""
+
+    def make(agent: adk.Agent, **options: Any) -> Runner:
+        if traced:
+            options |= {"tracer_provider": _TRACED[0], "meter_provider": _TRACED[1]}
+        return Runner(agent, **options)
+
     done = ScriptedModel(lambda messages: "done", record=False)
     add_call = Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])
     fail_call = Reply(tool_calls=[tool_call("fail", {"x": 1})])
@@ -229,47 +240,43 @@ def _shapes() -> dict[str, Callable[[], Awaitable[None]]]:
     use_broken = Reply(tool_calls=[tool_call("broken", {"request": "x"})])
     to_worker = Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "worker"})])
     return {
-        "one turn": _invoke(Runner(ReActAgent("r", done))),
-        "one turn, streamed": _invoke(Runner(ReActAgent("r", done), enable_streaming=True)),
+        "one turn": _invoke(make(ReActAgent("r", done))),
+        "one turn, streamed": _invoke(make(ReActAgent("r", done), enable_streaming=True)),
         "tool round": _invoke(
-            Runner(ReActAgent("r", ScriptedModel(_answer_then(add_call)), tools=[add]))
+            make(ReActAgent("r", ScriptedModel(_answer_then(add_call)), tools=[add]))
         ),
         "tool raises": _invoke(
-            Runner(ReActAgent("r", ScriptedModel(_answer_then(fail_call)), tools=[fail]))
+            make(ReActAgent("r", ScriptedModel(_answer_then(fail_call)), tools=[fail]))
         ),
         "tool arguments invalid": _invoke(
-            Runner(ReActAgent("r", ScriptedModel(_answer_then(bad_args)), tools=[add]))
+            make(ReActAgent("r", ScriptedModel(_answer_then(bad_args)), tools=[add]))
         ),
-        "agent raises": _invoke(Runner(_Raiser("x")), fails=True),
-        "model raises": _invoke(Runner(ReActAgent("r", model_down)), fails=True),
-        "model raises, streamed": _events(
-            Runner(ReActAgent("r", model_down), enable_streaming=True)
-        ),
+        "agent raises": _invoke(make(_Raiser("x")), fails=True),
+        "model raises": _invoke(make(ReActAgent("r", model_down)), fails=True),
+        "model raises, streamed": _events(make(ReActAgent("r", model_down), enable_streaming=True)),
         "sequence": _invoke(
-            Runner(SequentialAgent("s", [ReActAgent(f"r{i}", done) for i in range(3)]))
+            make(SequentialAgent("s", [ReActAgent(f"r{i}", done) for i in range(3)]))
         ),
         "parallel": _invoke(
-            Runner(ParallelAgent("p", [ReActAgent(f"r{i}", done) for i in range(3)]))
+            make(ParallelAgent("p", [ReActAgent(f"r{i}", done) for i in range(3)]))
         ),
         "parallel branch fails": _invoke(
-            Runner(ParallelAgent("p", [ReActAgent("ok", done), ReActAgent("bad", model_down)])),
+            make(ParallelAgent("p", [ReActAgent("ok", done), ReActAgent("bad", model_down)])),
             fails=True,
         ),
-        "cancelled while the model awaits": _cancelled(Runner(ReActAgent("r", _HangingModel()))),
+        "cancelled while the model awaits": _cancelled(make(ReActAgent("r", _HangingModel()))),
         "cancelled while a tool awaits": _cancelled(
-            Runner(ReActAgent("r", ScriptedModel(_answer_then(hang_call)), tools=[hang]))
+            make(ReActAgent("r", ScriptedModel(_answer_then(hang_call)), tools=[hang]))
         ),
         "cancelled inside a parallel branch": _cancelled(
-            Runner(ParallelAgent("p", [ReActAgent("ok", done), ReActAgent("h", _HangingModel())]))
+            make(ParallelAgent("p", [ReActAgent("ok", done), ReActAgent("h", _HangingModel())]))
         ),
-        "loop": _invoke(Runner(LoopAgent("l", [ReActAgent("r", done)], max_iterations=3))),
+        "loop": _invoke(make(LoopAgent("l", [ReActAgent("r", done)], max_iterations=3))),
         "agent tool": _invoke(
-            Runner(
-                ReActAgent("o", ScriptedModel(_answer_then(use_inner)), tools=[AgentTool(inner)])
-            )
+            make(ReActAgent("o", ScriptedModel(_answer_then(use_inner)), tools=[AgentTool(inner)]))
         ),
         "agent tool's agent fails": _invoke(
-            Runner(
+            make(
                 ReActAgent(
                     "o",
                     ScriptedModel(_answer_then(use_broken), record=False),
@@ -278,7 +285,7 @@ def _shapes() -> dict[str, Callable[[], Awaitable[None]]]:
             )
         ),
         "supervisor's worker fails": _invoke(
-            Runner(
+            make(
                 Supervisor(
                     ReActAgent("boss", ScriptedModel(_answer_then(to_worker), record=False)),
                     [ReActAgent("worker", model_down, description="works")],
@@ -287,7 +294,7 @@ def _shapes() -> dict[str, Callable[[], Awaitable[None]]]:
             fails=True,
         ),
         "plan-execute step fails": _invoke(
-            Runner(
+            make(
                 PlanExecute(
                     new_planner(ScriptedModel(lambda m: '{"steps": ["a"]}', record=False)),
                     new_executor(model_down),
@@ -297,13 +304,17 @@ def _shapes() -> dict[str, Callable[[], Awaitable[None]]]:
             fails=True,
         ),
         "sequence step fails, streamed": _invoke(
-            Runner(
+            make(
                 SequentialAgent("s", [ReActAgent("ok", done), ReActAgent("bad", model_down)]),
                 enable_streaming=True,
             ),
             fails=True,
         ),
     }
+
+
+_TRACED = (TracerProvider(), MeterProvider(metric_readers=[InMemoryMetricReader()]))
+"""The providers of the traced shapes' runners: spans recorded (none exported), metrics read."""
 
 
 # Shapes known to leave a cycle, with the reason: marked strict xfail, so a fix must remove the
@@ -323,8 +334,12 @@ _KNOWN: dict[str, str] = {}
         for name in sorted(_shapes())
     ],
 )
-async def test_a_run_leaves_no_reference_cycles(shape: str) -> None:
-    one_run = _shapes()[shape]
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+async def test_a_run_leaves_no_reference_cycles(shape: str, traced: bool) -> None:
+    """Traced too: an agent's tracing frame and its context referred to each other (the context's
+    ``_trace``, the frame's ``ctx``), as a tool call's did, and a failed agent's frame kept the
+    exception whose traceback held them, so every traced run left its spans in cycles."""
+    one_run = _shapes(traced)[shape]
     await one_run()  # first-use work (lazy builds, caches) is not a run's garbage
     with _cycles() as found:
         for _ in range(RUNS):
