@@ -113,7 +113,9 @@ class _Frame:
         otel: Context | None = None,
     ) -> None:
         self.agent = agent
-        self.ctx = ctx
+        # None once its span has ended (``agent_end``) or its tool call returned: the context's
+        # ``_trace`` is this frame, so kept, each traced run left the two in a reference cycle.
+        self.ctx: RunContext | None = ctx
         self.address = address
         self.run_path = ctx.run_path
         self.span = span
@@ -158,7 +160,10 @@ def _timed_out(frame: _Frame) -> ErrorInfo | None:
     timeout = _run_timeout.get()
     if timeout is None or len(frame.run_path) != 1:
         return None
-    run = frame.ctx._run
+    ctx = frame.ctx
+    if ctx is None:
+        return None
+    run = ctx._run
     if run.nested or timeout[0] != run.run_id:  # an AgentTool's run shares the run id
         return None
     reason = timeout[1]()
@@ -313,6 +318,7 @@ class _Instrumented(Hooks):
             agents = handle.agents
             if agents is not None and handle.agent is not None:
                 try:
+                    assert handle.ctx is not None  # let go of at the end of this method
                     await agents.run_after_agent(_made(handle.agent), handle.ctx, error)
                 except Exception as exc:
                     # Cut off (its task cancelled, a timeout, a client gone; the cancellation
@@ -352,7 +358,7 @@ class _Instrumented(Hooks):
             if tracing is not None and handle.span is not None:
                 by = "CancelledError"
                 if not cancelled:
-                    abandoned = handle.ctx._run.abandoned
+                    abandoned = handle.ctx is not None and handle.ctx._run.abandoned
                     if (abandoned or (error is None and not handle.interrupted)) and (
                         being_cancelled()
                     ):
@@ -389,6 +395,7 @@ class _Instrumented(Hooks):
             # (frames holding this run's contexts, whose ``_trace`` is this frame) made a
             # reference cycle of a failed traced run.
             handle.exception = handle.failed_by = handle.failure = None
+            handle.ctx = None  # its ``_trace`` is this frame: no cycle left behind
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:
         frame: _Frame | None = ctx._trace
@@ -547,6 +554,7 @@ async def _traced_tool(
     as it is untraced, where the context is the agent's own; without them tracing changed which
     callbacks ran for it, and its tokens were on no agent span."""
     outer = ctx.run_context
+    made: list[_Frame] = []
 
     def nest(otel: Context) -> None:
         inner = outer._fork()
@@ -558,11 +566,14 @@ async def _traced_tool(
                 frame.own, frame.models, frame.tools = calling.own, calling.models, calling.tools
         inner._trace = frame
         ctx.run_context = inner
+        made.append(frame)
 
     try:
         return await tracing.call_tool(_otel_of(outer), ctx, call, invoke, nest, tool)
     finally:
         ctx.run_context = outer
+        for frame in made:  # the call's context is done with: no cycle left behind
+            frame.ctx = None
 
 
 _AGENT_HOOKS = _Instrumented(None, None)
