@@ -34,7 +34,8 @@ What docs/service.md describes, in one program:
   resumed run ends (it ran: the checkpoint is left behind) ends the stream with an ``error``
   event saying so, not a stream broken off.
 - **Tracing.** A ``traceparent`` header is honoured by hand (opentelemetry-sdk's propagator): the
-  request's span is made current where the run's events are read, so the run's spans nest under it.
+  request's span is made current where the run's events are read, so the run's spans nest under it;
+  a resume's too, whose first event is read in the handler (``_first_in``).
 
 It runs offline (a scripted model stands in for the LLM) and plays the client itself, once
 Starlette and uvicorn, which pyadk does not depend on, are installed::
@@ -91,6 +92,7 @@ EXAMPLE_EXPECT = (
     "[client] stale: 404 no checkpoint",
     "[client] bad decision: 400 resume data for approval point",
     "[trace] POST /sessions/{session_id}/messages > invoke_agent clerk > execute_tool add",
+    "[trace] POST /resume/{checkpoint_id} > invoke_agent clerk > execute_tool send_payment",
 )
 
 logger = logging.getLogger("agent_service")
@@ -409,9 +411,32 @@ def build_app(
                 return await refused_before(checkpoint_id, *refused)
             finally:
                 give_back()
+        # The resumed run starts at its first read, here: with the request's span current, so
+        # its spans nest under it (a trace of its own, linked to the run that paused). Ended
+        # with the response, or here when the resume is answered without one.
+        span = _request_span(tracer, request, "POST /resume/{checkpoint_id}")
+        try:
+            response = await resumed(span, checkpoint_id, decision, max_turns, session_id)
+        except BaseException:
+            span.end()
+            raise
+        if not isinstance(response, SessionStream):  # answered without the run's events
+            span.end()
+        return response
+
+    async def resumed(
+        span: trace.Span,
+        checkpoint_id: str,
+        decision: Any,
+        max_turns: int | None,
+        session_id: str | None,
+    ) -> Response:
+        """The resume of ``resume``, its first read with the request's ``span`` current."""
+        assert runner is not None
+        give_back = functools.partial(sessions.give_back, session_id) if session_id else _nothing
         events = runner.resume(checkpoint_id, decision, max_turns=max_turns)
         try:  # the request's refusals come with the first event: answer them before the 200
-            first = await anext(events, None)  # None: a resume that said nothing (its turn ended)
+            first = await _first_in(span, events)  # None: a resume that said nothing (ended)
         except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
             try:  # the session held while it is told apart (it may end the session's wait)
                 await events.aclose()
@@ -461,7 +486,7 @@ def build_app(
             if session_id is not None and not paused and not failed:
                 sessions.ended(session_id, events)
 
-        return SessionStream(body(), give_back, trace.INVALID_SPAN)
+        return SessionStream(_in_span(span, body()), give_back, span)
 
     routes = [
         Route("/sessions/{session_id}/messages", post_message, methods=["POST"]),
@@ -505,6 +530,18 @@ async def _in_span(
             finally:
                 otel_context.detach(token)
             yield chunk
+
+
+async def _first_in(
+    span: trace.Span, events: AsyncIterator[adk.AgentEvent]
+) -> adk.AgentEvent | None:
+    """The first event of ``events`` (None: none), read with the request's ``span`` current: a
+    resume starts at its first read, so its spans nest under the request's."""
+    token = otel_context.attach(trace.set_span_in_context(span))
+    try:
+        return await anext(events, None)
+    finally:
+        otel_context.detach(token)
 
 
 async def _chain(
@@ -677,11 +714,19 @@ async def main() -> None:
     by_id = {span.context.span_id: span for span in spans.get_finished_spans()}
     tool = next(s for s in by_id.values() if s.name == "execute_tool add")
     assert format(tool.context.trace_id, "032x") == traceparent.split("-")[1]  # the caller's trace
-    chain = [tool.name]
-    while tool.parent is not None and tool.parent.span_id in by_id:
-        tool = by_id[tool.parent.span_id]
-        chain.insert(0, tool.name)
-    print("[trace]", " > ".join(chain))
+    # The approved payment ran in its resume, under the request that sent the decision.
+    paid = next(
+        s
+        for s in by_id.values()
+        if s.name == "execute_tool send_payment"
+        and not any(e.name == "adk.interrupt" for e in s.events)
+    )
+    for span in (tool, paid):
+        chain = [span.name]
+        while span.parent is not None and span.parent.span_id in by_id:
+            span = by_id[span.parent.span_id]
+            chain.insert(0, span.name)
+        print("[trace]", " > ".join(chain))
 
 
 if __name__ == "__main__":
