@@ -137,7 +137,7 @@ async def test_a_failed_traced_run_leaves_no_traceback_in_a_reference_cycle(
     """The frame of each traced agent kept the exception its span recorded (and now the one a
     child failed it with), whose traceback holds the frames of the run's agents, whose contexts
     hold that frame: a failed traced run's frames and tracebacks waited for the cyclic
-    collector. (A traced run's contexts and agent frames still refer to each other: not these.)"""
+    collector. (test_run_cycles runs every shape traced for the rest: the contexts and frames.)"""
     worker = ReActAgent(
         "w", ScriptedModel([ConnectionError("down"), ConnectionError("down")]), description="Works."
     )
