@@ -1,0 +1,181 @@
+"""A back office as a user would build it: two approvals pending at once, at different depths,
+decided across two replicas that share a Redis checkpoint store.
+
+A ``Supervisor`` (``boss``) delegates to ``ops``, a ``ParallelAgent`` of ``billing`` and
+``shipping``. ``billing`` refunds through an ``AgentTool`` wrapping the ``refunds``
+``ReActAgent``, whose ``refund`` tool needs a person's approval (supervisor -> parallel branch ->
+AgentTool -> ReAct tool); ``shipping``'s own ``cancel_shipment`` needs one too (supervisor ->
+parallel branch -> tool). One run pauses on both. Two ``Runner``s over one Redis (a real
+``redis-server``, the session's) stand for two processes of a service: replica A pauses, replica B
+answers one approval, A the other. Every model is an ``OpenAIChatModel`` talking to
+``tests/openai_server.py``, answering each agent from the tools its request offers (the branches'
+requests arrive in no fixed order).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from conftest import wire_model
+from openai_server import Call, OpenAIServer
+from openai_server import Reply as Wire
+from services import RedisServer
+
+import adk
+from adk import AgentTool, ParallelAgent, RetryPolicy, Runner
+from adk.checkpoint import RedisCheckpointStore
+from adk.testing import simplify_events
+from prebuilt import ReActAgent, Supervisor
+
+pytest_plugins = ["services"]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+LEDGER: list[str] = []
+
+
+@adk.tool(require_approval=True)
+def refund(order_id: str, amount_cents: int) -> str:
+    """Refund an order. A person approves every refund."""
+    LEDGER.append(f"refund {order_id} {amount_cents}")
+    return f"refunded {amount_cents} on {order_id}"
+
+
+@adk.tool(require_approval=True)
+def cancel_shipment(order_id: str, reason: str = "customer") -> str:
+    """Cancel an order's shipment. A person approves every cancellation."""
+    LEDGER.append(f"cancel {order_id} {reason}")
+    return f"cancelled the shipment of {order_id} ({reason})"
+
+
+def answer(body: dict[str, Any]) -> Wire:
+    """Each agent's model, told apart by the tools its request offers."""
+    tools = {spec["function"]["name"] for spec in body.get("tools", [])}
+    last = body["messages"][-1]
+    replied = last["role"] == "tool"
+    if "refund" in tools:  # refunds, inside billing's AgentTool
+        if replied:
+            return Wire(text=f"refunds: {last['content']}", usage=(100, 10))
+        arguments = json.dumps({"order_id": "A-1", "amount_cents": 12000})
+        return Wire(tool_calls=[Call("refund", arguments, id="r1")], usage=(100, 10))
+    if "refunds" in tools:  # billing
+        if replied:
+            return Wire(text=f"billing: {last['content']}", usage=(200, 20))
+        request = json.dumps({"request": "refund order A-1, 120.00"})
+        return Wire(tool_calls=[Call("refunds", request, id="b1")], usage=(200, 20))
+    if "cancel_shipment" in tools:  # shipping
+        if replied:
+            return Wire(text=f"shipping: {last['content']}", usage=(300, 30))
+        arguments = json.dumps({"order_id": "A-1"})
+        return Wire(tool_calls=[Call("cancel_shipment", arguments, id="s1")], usage=(300, 30))
+    # boss: delegate to ops, then answer once ops reported back
+    if any("[shipping] said" in str(m.get("content")) for m in body["messages"]):
+        return Wire(text="Case A-1 is handled.", usage=(1000, 100))
+    delegate = json.dumps({"agent_name": "ops"})
+    return Wire(tool_calls=[Call("transfer_to_agent", delegate, id="t1")], usage=(1000, 100))
+
+
+def back_office(server: OpenAIServer) -> Supervisor:
+    def model() -> adk.OpenAIChatModel:
+        return wire_model(server, retry=RetryPolicy(max_attempts=1))
+
+    refunds = ReActAgent(
+        "refunds", model(), description="Refunds orders.", tools=[refund], output_key="refund"
+    )
+    billing = ReActAgent(
+        "billing", model(), description="Billing.", tools=[AgentTool(refunds)], output_key="billing"
+    )
+    shipping = ReActAgent(
+        "shipping", model(), description="Shipping.", tools=[cancel_shipment], output_key="shipping"
+    )
+    ops = ParallelAgent("ops", [billing, shipping], description="Billing and shipping at once.")
+    return Supervisor(ReActAgent("boss", model(), description="The back office."), [ops])
+
+
+REFUND = "agent:boss/agent:ops/agent:billing/tool:refunds#b1/agent:refunds/tool:refund#r1"
+CANCEL = "agent:boss/agent:ops/agent:shipping/tool:cancel_shipment#s1"
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def server() -> AsyncIterator[OpenAIServer]:
+    async with OpenAIServer(respond=answer) as running:
+        yield running
+
+
+@pytest.fixture
+def replicas(
+    redis_server: RedisServer, server: OpenAIServer
+) -> Callable[[], tuple[Runner, Runner]]:
+    """Two replicas of the service over one Redis key prefix of this test's own."""
+    prefix = f"office{os.urandom(4).hex()}:"
+    LEDGER.clear()
+
+    def make() -> tuple[Runner, Runner]:
+        return tuple(  # type: ignore[return-value]
+            Runner(back_office(server), RedisCheckpointStore(redis_server.url, prefix=prefix))
+            for _ in range(2)
+        )
+
+    return make
+
+
+async def test_two_approvals_at_two_depths_are_decided_on_two_replicas(
+    replicas: Callable[[], tuple[Runner, Runner]],
+) -> None:
+    a, b = replicas()
+    paused = await a.invoke("A-1: refund it and cancel its shipment", checkpoint_id="case-1")
+    assert paused.interrupt is not None
+    assert sorted(paused.interrupt.point_ids) == sorted([REFUND, CANCEL])
+    assert [entry.point_ids for entry in await b.pending()] == [paused.interrupt.point_ids]
+
+    # B: the shipment stays (a reason the model reads); the refund still waits, listed.
+    reason = {"approved": False, "reason": "already delivered"}
+    partly = await b.invoke_resume("case-1", {CANCEL: reason})
+    assert partly.interrupt is not None and partly.interrupt.point_ids == [REFUND]
+    assert [entry.point_ids for entry in await a.pending()] == [[REFUND]]
+
+    # A: the refund, edited down.
+    edit = {"approved": True, "arguments": {"order_id": "A-1", "amount_cents": 9000}}
+    done = await a.invoke_resume("case-1", {REFUND: edit})
+    assert done.interrupt is None and done.text == "Case A-1 is handled."
+    assert LEDGER == ["refund A-1 9000"]
+    assert "not approved: already delivered" in done.session["shipping"]
+    assert done.session["refund"].endswith("refunded 9000 on A-1")  # output_key inside AgentTool
+    assert done.usage is not None and done.usage.input_tokens == 3200  # every call, both resumes
+    assert simplify_events(done.events)[-2:] == [
+        "ops: [transfer -> boss]",
+        "boss: Case A-1 is handled.",
+    ]
+    assert await a.pending() == []
+
+
+async def test_an_answer_sent_again_after_its_resume_paused_on_the_other_point_says_so(
+    replicas: Callable[[], tuple[Runner, Runner]],
+) -> None:
+    """A person's decision sent twice (a double click, a client retrying a request that went
+    through) after the first resume ran it and paused again on the other approval: the refusal
+    says the point was answered, rather than calling the id it gave a moment ago unknown."""
+    a, b = replicas()
+    await a.invoke("A-1: refund it and cancel its shipment", checkpoint_id="case-2")
+    await b.invoke_resume("case-2", {CANCEL: True})
+    with pytest.raises(ValueError) as refused:
+        await a.invoke_resume("case-2", {CANCEL: True})
+    message = str(refused.value)
+    assert not isinstance(refused.value, adk.CheckpointError)  # the checkpoint is fine: a 400
+    assert "unknown" not in message
+    assert f"[{CANCEL!r}] already answered by an earlier resume of checkpoint 'case-2'" in message
+    assert f"pending points: [{REFUND!r}]" in message
+    assert "Nothing ran and the checkpoint is kept" in message
+    assert LEDGER == ["cancel A-1 customer"]
+
+    # The other point is still to be decided, by either replica, and an id nobody asked about
+    # is still called unknown.
+    with pytest.raises(ValueError, match=r"unknown interrupt point id\(s\) \['agent:boss/x'\]"):
+        await b.invoke_resume("case-2", {"agent:boss/x": True, CANCEL: True})
+    done = await b.invoke_resume("case-2", {REFUND: True})
+    assert done.text == "Case A-1 is handled."
+    assert LEDGER == ["cancel A-1 customer", "refund A-1 12000"]
