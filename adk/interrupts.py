@@ -229,12 +229,20 @@ class _ResumePlan:
     ``resume_for(address)`` answers a component's ``ctx.resume`` in O(number of points).
     """
 
-    __slots__ = ("points", "progress", "reached", "resumed_from", "states", "targets")
+    __slots__ = ("answered", "points", "progress", "reached", "resumed_from", "states", "targets")
 
-    def __init__(self, signal: _InterruptSignal, targets: dict[Address, Any]) -> None:
+    def __init__(
+        self,
+        signal: _InterruptSignal,
+        targets: dict[Address, Any],
+        answered: tuple[Address, ...] = (),
+    ) -> None:
         self.points = signal.points
         self.states = signal.states
         self.targets = targets
+        # The points earlier resumes of the checkpoint answered, as it noted them: its next pause
+        # notes them again, with this resume's own (``checkpoint._snapshot.snapshot_body``).
+        self.answered = answered
         self.reached: set[Address] = set()
         # ``(the trace the checkpoint kept, checkpoint id)`` when the paused run was traced: for
         # tracing to link the resumed run's root span to the paused run's (``adk.tracing``).

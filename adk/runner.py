@@ -1328,7 +1328,8 @@ class Runner(AsyncCloseable):
                 checkpoint_id,
                 body["memory"],
             )
-        targets = _targets(snapshot.signal, resume)
+        answered = checkpoint._snapshot.read_answered(body)
+        targets = _targets(snapshot.signal, resume, checkpoint_id, answered)
         if snapshot.option_names is not None:
             self._check_options_given(checkpoint_id, snapshot.option_names, options)
         if given is None:
@@ -1337,7 +1338,7 @@ class Runner(AsyncCloseable):
             session = given
             if not own_session:
                 session.update(snapshot.session)
-        plan = _ResumePlan(snapshot.signal, targets)
+        plan = _ResumePlan(snapshot.signal, targets, answered)
         if snapshot.trace is not None:
             plan.resumed_from = (snapshot.trace, checkpoint_id)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
@@ -1802,10 +1803,16 @@ def _unreached(agent_name: str, checkpoint_id: str, points: list[str]) -> AgentE
     return AgentEvent(agent_name, (agent_name,), error=ErrorInfo.of(error), exception=error)
 
 
-def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
+def _targets(
+    signal: _InterruptSignal,
+    resume: Any,
+    checkpoint_id: str = "",
+    answered: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Which points a resume addresses, with their data; data for an approval request must be a
-    decision (``check_decision``), checked here, before anything runs."""
-    targets = _addressed(signal, resume)
+    decision (``check_decision``), checked here, before anything runs. ``answered``: the points
+    earlier resumes of checkpoint ``checkpoint_id`` answered, which a refusal names as such."""
+    targets = _addressed(signal, resume, checkpoint_id, answered)
     for point in signal.points:
         if point.id not in targets:
             continue
@@ -1850,7 +1857,12 @@ def _check_kept(point_id: str, callback: object, data: object) -> None:
         ) from None
 
 
-def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
+def _addressed(
+    signal: _InterruptSignal,
+    resume: Any,
+    checkpoint_id: str = "",
+    answered: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Which points a resume addresses, with their data."""
     pending = [p.id for p in signal.points]
     if resume is None:
@@ -1862,8 +1874,20 @@ def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     ):
         unknown = [k for k in resume if k not in pending]
         if unknown:
+            # An answer sent again (a double click, a retried request) to a point an earlier
+            # resume answered, the run pausing again on another: named as answered, since the
+            # person was shown that id, and "unknown" reads as a typo in it.
+            again = [k for k in unknown if k in answered]
+            unknown = [k for k in unknown if k not in answered]
+            said = [f"unknown interrupt point id(s) {unknown}"] if unknown else []
+            if again:
+                said.append(
+                    f"point(s) {again} already answered by an earlier resume of checkpoint "
+                    f"{checkpoint_id!r} (an answer sent twice?), which paused again on the "
+                    "points still pending"
+                )
             raise ValueError(
-                f"unknown interrupt point id(s) {unknown}; pending points: {pending}"
+                f"{'; '.join(said)}; pending points: {pending}"
                 f"{_call_ids_named(unknown, pending)}. {_NOTHING_RAN}"
             )
         return dict(resume)

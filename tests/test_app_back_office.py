@@ -179,3 +179,39 @@ async def test_an_answer_sent_again_after_its_resume_paused_on_the_other_point_s
     done = await b.invoke_resume("case-2", {REFUND: True})
     assert done.text == "Case A-1 is handled."
     assert LEDGER == ["cancel A-1 customer", "refund A-1 12000"]
+
+
+class Approver(adk.BaseAgent):
+    """A sign-off that waits for its person's word."""
+
+    async def run(
+        self, input: adk.AgentInput, ctx: adk.RunContext
+    ) -> AsyncIterator[adk.AgentEvent]:
+        if ctx.resume is None:
+            yield ctx.interrupt(f"{self.name}: sign off?")
+            return
+        yield adk.AgentEvent.of(f"{self.name}: {ctx.resume.data}")
+
+
+async def test_points_answered_by_every_earlier_resume_are_named_as_answered(
+    redis_server: RedisServer,
+) -> None:
+    """Three sign-offs answered one by one, on either replica: an answer sent again to the
+    first is named as answered after the second resume too (the noted points carry over)."""
+    prefix = f"office{os.urandom(4).hex()}:"
+
+    def replica() -> Runner:
+        names = ("legal", "finance", "security")
+        team = ParallelAgent("review", [Approver(name) for name in names])
+        return Runner(team, RedisCheckpointStore(redis_server.url, prefix=prefix))
+
+    legal, finance, security = (f"agent:review/agent:{n}" for n in ("legal", "finance", "security"))
+    await replica().invoke("contract 17", checkpoint_id="contract-17")
+    assert (await replica().invoke_resume("contract-17", {legal: "ok"})).interrupt is not None
+    assert (await replica().invoke_resume("contract-17", {finance: "ok"})).interrupt is not None
+    for again in ({legal: "ok"}, {finance: "ok", legal: "ok"}):
+        with pytest.raises(ValueError, match=r"already answered by an earlier resume") as refused:
+            await replica().invoke_resume("contract-17", again)
+        assert f"pending points: [{security!r}]" in str(refused.value)
+    done = await replica().invoke_resume("contract-17", {security: "ok"})
+    assert done.interrupt is None and done.text == "security: ok"

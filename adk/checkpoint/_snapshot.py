@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ..context import _Entry, _Lane, _RunState, new_entry
-from ..interrupts import _InterruptSignal
+from ..interrupts import _InterruptSignal, _ResumePlan
 from ..messages import Message, Usage
 from ._points import _MALFORMED, _expect, _malformed, _read_points
 from .codec import (
@@ -30,6 +30,7 @@ __all__ = [
     "dump_history",
     "load_history",
     "parse_body",
+    "read_answered",
     "snapshot_body",
 ]
 
@@ -194,6 +195,15 @@ def snapshot_body(
         # (``list_pending``): the stores' own write times are not readable through the protocol.
         "saved_at": time.time(),
     }
+    plan = run.plan
+    if plan is not None:
+        # A resume pausing again: the points it and the resumes before it answered, for a refusal
+        # of an answer sent again to one of them (a double click, a retried request) to say so
+        # (``Runner._resume_claimed``) rather than call an id the run reported unknown. Only for
+        # that message: an older pyadk ignores it, and a resume never fails for it.
+        answered = _answered_by(plan, signal)
+        if answered:
+            body[_ANSWERED] = answered
     if run.usage is not None:
         # The usage the run's model calls reported so far (``RunResult.usage``), token counts by
         # name: the resumed run's total goes on from it. Absent when none reported any, as in the
@@ -215,6 +225,29 @@ def snapshot_body(
             names["agents"] = {name: sorted(own) for name, own in run.designated.items()}
         body["options"] = names
     return body
+
+
+_ANSWERED = "answered"
+
+
+def _answered_by(plan: _ResumePlan, signal: _InterruptSignal) -> list[str]:
+    """The ids of the points answered by the resume of ``plan`` and the resumes before it that
+    ``signal``, its pause, no longer waits on: the points it targeted, those an earlier resume's
+    records settled, and those the checkpoint it resumed noted as answered. A point paused again
+    (its tool asked again) waits, and is not among them."""
+    waiting = {p.id for p in signal.points}
+    earlier = plan.progress.earlier if plan.progress is not None else ()
+    done = {*plan.answered, *plan.targets, *(i for i in earlier if isinstance(i, str))}
+    return sorted(done - waiting)
+
+
+def read_answered(body: dict[str, Any]) -> tuple[str, ...]:
+    """The ids a checkpoint's body notes as answered by earlier resumes (``snapshot_body``):
+    none unless a list, its ids only. Read leniently, as only a refusal's message uses them."""
+    answered = body.get(_ANSWERED)
+    if not isinstance(answered, list):
+        return ()
+    return tuple(i for i in answered if isinstance(i, str))
 
 
 def _read_option_names(names: Any) -> tuple[list[str], dict[str, list[str]]] | None:
