@@ -29,7 +29,7 @@ from services import RedisServer
 import adk
 from adk import AgentTool, ParallelAgent, RetryPolicy, Runner
 from adk.checkpoint import RedisCheckpointStore
-from adk.testing import simplify_events
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent, Supervisor
 
 pytest_plugins = ["services"]
@@ -52,11 +52,25 @@ def cancel_shipment(order_id: str, reason: str = "customer") -> str:
     return f"cancelled the shipment of {order_id} ({reason})"
 
 
+@adk.tool(require_approval=True)
+def pay(payee: str, cents: int) -> str:
+    """Pay a supplier. A person approves every payment."""
+    LEDGER.append(f"pay {payee} {cents}")
+    return f"paid {cents} to {payee}"
+
+
 def answer(body: dict[str, Any]) -> Wire:
     """Each agent's model, told apart by the tools its request offers."""
     tools = {spec["function"]["name"] for spec in body.get("tools", [])}
     last = body["messages"][-1]
     replied = last["role"] == "tool"
+    if "pay" in tools:  # payables: pays bob, then asks to pay eve, then answers
+        paid = sum(message["role"] == "tool" for message in body["messages"])
+        if paid < 2:
+            payee, cents = ("bob", 500) if paid == 0 else ("eve", 90000)
+            arguments = json.dumps({"payee": payee, "cents": cents})
+            return Wire(tool_calls=[Call("pay", arguments, id=f"p{paid + 1}")], usage=(50, 5))
+        return Wire(text="Both suppliers are paid.", usage=(50, 5))
     if "refund" in tools:  # refunds, inside billing's AgentTool
         if replied:
             return Wire(text=f"refunds: {last['content']}", usage=(100, 10))
@@ -215,3 +229,77 @@ async def test_points_answered_by_every_earlier_resume_are_named_as_answered(
         assert f"pending points: [{security!r}]" in str(refused.value)
     done = await replica().invoke_resume("contract-17", {security: "ok"})
     assert done.interrupt is None and done.text == "security: ok"
+
+
+async def test_a_plain_answer_sent_again_does_not_approve_the_call_the_model_asked_for_next(
+    redis_server: RedisServer, server: OpenAIServer
+) -> None:
+    """A decision given as plain data (``True``, one point pending), sent twice: the first resume
+    pays bob and the model then asks to pay eve, so the run pauses again under the same id with
+    one point pending. The second ``True`` (a double click, a client retrying a request that went
+    through) was taken as the answer to eve's payment, which nobody had been shown: it is refused,
+    nothing run, and eve's payment waits for an answer keyed by its point."""
+    prefix = f"office{os.urandom(4).hex()}:"
+    LEDGER.clear()
+
+    def replica() -> Runner:
+        payables = ReActAgent(
+            "payables", wire_model(server, retry=RetryPolicy(max_attempts=1)), tools=[pay]
+        )
+        return Runner(payables, RedisCheckpointStore(redis_server.url, prefix=prefix))
+
+    paused = await replica().invoke("pay bob 5.00", checkpoint_id="bills-1")
+    assert paused.interrupt is not None and paused.interrupt.point_ids == [
+        "agent:payables/tool:pay#p1"
+    ]
+    first = await replica().invoke_resume("bills-1", True)
+    eve = "agent:payables/tool:pay#p2"
+    assert first.interrupt is not None and first.interrupt.point_ids == [eve]
+    assert LEDGER == ["pay bob 500"]
+
+    with pytest.raises(ValueError) as refused:
+        await replica().invoke_resume("bills-1", True)  # the same click again
+    assert not isinstance(refused.value, adk.CheckpointError)
+    assert "may be that answer sent again" in str(refused.value)
+    assert f"answer the point pending now by its id, {{{eve!r}: data}}" in str(refused.value)
+    assert LEDGER == ["pay bob 500"]
+    assert [entry.point_ids for entry in await replica().pending()] == [[eve]]
+
+    done = await replica().invoke_resume(
+        "bills-1", {eve: {"approved": False, "reason": "unknown payee"}}
+    )
+    assert done.text == "Both suppliers are paid." and LEDGER == ["pay bob 500"]
+
+
+async def test_a_plain_answer_to_a_question_asked_again_at_the_same_point_is_taken(
+    redis_server: RedisServer,
+) -> None:
+    """Plain data stays the answer when the resume before paused again at the point it answered
+    (the tool asked again: "'middle' is not a seat"): the person answers what they were shown."""
+    prefix = f"office{os.urandom(4).hex()}:"
+
+    @adk.tool
+    def seat(ctx: adk.ToolContext) -> str:
+        """Pick a seat."""
+        if ctx.resume is None or ctx.resume.data not in ("window", "aisle"):
+            raise adk.Interrupt("window or aisle?")
+        return f"seat: {ctx.resume.data}"
+
+    def replica() -> Runner:
+        model = ScriptedModel(
+            lambda messages: (
+                Reply(text=messages[-1].content)
+                if messages[-1].role == adk.Role.TOOL
+                else Reply(tool_calls=[tool_call("seat", {}, id="c1")])
+            )
+        )
+        agent = ReActAgent("travel", model, tools=[seat])
+        return Runner(agent, RedisCheckpointStore(redis_server.url, prefix=prefix))
+
+    await replica().invoke("a seat, please", checkpoint_id="trip-1")
+    again = await replica().invoke_resume("trip-1", "middle")
+    assert again.interrupt is not None and again.interrupt.point_ids == [
+        "agent:travel/tool:seat#c1"
+    ]
+    done = await replica().invoke_resume("trip-1", "window")
+    assert done.text == "seat: window"
