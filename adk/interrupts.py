@@ -229,7 +229,16 @@ class _ResumePlan:
     ``resume_for(address)`` answers a component's ``ctx.resume`` in O(number of points).
     """
 
-    __slots__ = ("answered", "points", "progress", "reached", "resumed_from", "states", "targets")
+    __slots__ = (
+        "answered",
+        "answered_plain",
+        "points",
+        "progress",
+        "reached",
+        "resumed_from",
+        "states",
+        "targets",
+    )
 
     def __init__(
         self,
@@ -243,6 +252,9 @@ class _ResumePlan:
         # The points earlier resumes of the checkpoint answered, as it noted them: its next pause
         # notes them again, with this resume's own (``checkpoint._snapshot.snapshot_body``).
         self.answered = answered
+        # The point this resume gave plain data to (not ``{point_id: data}``), if it was: its
+        # pause notes it, and refuses plain data for another point next (``runner._addressed``).
+        self.answered_plain: Address | None = None
         self.reached: set[Address] = set()
         # ``(the trace the checkpoint kept, checkpoint id)`` when the paused run was traced: for
         # tracing to link the resumed run's root span to the paused run's (``adk.tracing``).

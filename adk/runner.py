@@ -1329,7 +1329,8 @@ class Runner(AsyncCloseable):
                 body["memory"],
             )
         answered = checkpoint._snapshot.read_answered(body)
-        targets = _targets(snapshot.signal, resume, checkpoint_id, answered)
+        plain_before = checkpoint._snapshot.read_answered_plain(body)
+        targets = _targets(snapshot.signal, resume, checkpoint_id, answered, plain_before)
         if snapshot.option_names is not None:
             self._check_options_given(checkpoint_id, snapshot.option_names, options)
         if given is None:
@@ -1339,6 +1340,8 @@ class Runner(AsyncCloseable):
             if not own_session:
                 session.update(snapshot.session)
         plan = _ResumePlan(snapshot.signal, targets, answered)
+        if resume is not None and not _keyed(resume):  # plain data, for the one point pending
+            plan.answered_plain = next(iter(targets))
         if snapshot.trace is not None:
             plan.resumed_from = (snapshot.trace, checkpoint_id)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
@@ -1808,11 +1811,13 @@ def _targets(
     resume: Any,
     checkpoint_id: str = "",
     answered: tuple[str, ...] = (),
+    plain_before: str | None = None,
 ) -> dict[str, Any]:
     """Which points a resume addresses, with their data; data for an approval request must be a
     decision (``check_decision``), checked here, before anything runs. ``answered``: the points
-    earlier resumes of checkpoint ``checkpoint_id`` answered, which a refusal names as such."""
-    targets = _addressed(signal, resume, checkpoint_id, answered)
+    earlier resumes of checkpoint ``checkpoint_id`` answered, which a refusal names as such;
+    ``plain_before``: the point the resume that made this pause gave plain data to."""
+    targets = _addressed(signal, resume, checkpoint_id, answered, plain_before)
     for point in signal.points:
         if point.id not in targets:
             continue
@@ -1862,6 +1867,7 @@ def _addressed(
     resume: Any,
     checkpoint_id: str = "",
     answered: tuple[str, ...] = (),
+    plain_before: str | None = None,
 ) -> dict[str, Any]:
     """Which points a resume addresses, with their data."""
     pending = [p.id for p in signal.points]
@@ -1869,9 +1875,7 @@ def _addressed(
         return dict.fromkeys(pending)
     # A mapping naming any point address targets points: one mistyped id among them must be
     # reported as unknown, not turn the whole mapping into data for a single point.
-    if isinstance(resume, Mapping) and any(
-        isinstance(k, str) and k.startswith("agent:") for k in resume
-    ):
+    if _keyed(resume):
         unknown = [k for k in resume if k not in pending]
         if unknown:
             # An answer sent again (a double click, a retried request) to a point an earlier
@@ -1897,7 +1901,32 @@ def _addressed(
             f"{len(pending)} points are pending ({pending}); pass resume data as {{point_id: data}}"
             f"{_call_ids_named(keys, pending)}. {_NOTHING_RAN}"
         )
+    if (
+        plain_before is not None
+        and plain_before != pending[0]
+        and adk._approval.is_approval_request(signal.points[0].info)
+    ):
+        # The resume before was given plain data too, for another point, and paused here for an
+        # approval: this may be that answer sent again (a double click, a retried request), and
+        # taken as this point's it would approve a call nobody was shown (the payment the model
+        # asked for next). An answer keyed by this point's id says it is this call's decision.
+        # (A question's answer stays plain: a repeat answers a question, it runs no call.)
+        raise ValueError(
+            f"plain resume data for checkpoint {checkpoint_id!r} is refused: the resume before "
+            f"was given plain data for point {plain_before!r} and paused again for the approval "
+            f"of another call, point {pending[0]!r}, so this may be that answer sent again (a "
+            "double click, a retried request) and would decide a call it was not given for; "
+            f"answer the point pending now by its id, {{{pending[0]!r}: data}}. {_NOTHING_RAN}"
+        )
     return {pending[0]: resume}
+
+
+def _keyed(resume: Any) -> bool:
+    """Whether resume data is keyed by point id (``{point_id: data}``): a mapping naming any
+    point address (a string starting with ``agent:``); anything else is plain data."""
+    return isinstance(resume, Mapping) and any(
+        isinstance(k, str) and k.startswith("agent:") for k in resume
+    )
 
 
 _NOTHING_RAN = "Nothing ran and the checkpoint is kept"

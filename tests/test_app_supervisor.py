@@ -480,7 +480,10 @@ async def test_a_second_pause_in_the_same_run_and_a_second_delegation(
             to("payments", "t2"),
             calls("refund", {"order_id": "A-1", "amount_cents": 3000}, "call_0"),
         )
-        third = await app_runner(llm, mcp_process, store).invoke_resume(first.checkpoint_id, "yes")
+        # Keyed by its point: plain data after a plain resume that paused for another call's
+        # approval may be that decision sent again, and is refused (docs/interrupts.md).
+        answer = {"agent:boss/agent:payments/tool:refund#call_1": "yes"}
+        third = await app_runner(llm, mcp_process, store).invoke_resume(first.checkpoint_id, answer)
         assert third.interrupt is not None
         assert third.interrupt.point_ids == ["agent:boss/agent:payments/tool:refund#call_0"]
         assert REFUNDS == [("A-1", 1000), ("A-1", 2000)]

@@ -169,7 +169,11 @@ async def test_a_run_that_pauses_again_can_be_resumed_again() -> None:
 
     second = await runner.invoke_resume(first.checkpoint_id, {"approved": True})
     assert second.checkpoint_id == first.checkpoint_id  # paused again, same checkpoint
-    third = await runner.invoke_resume(first.checkpoint_id, {"approved": True})
+    assert second.interrupt is not None
+    # Keyed by its point: plain data after a plain resume that paused for another call's
+    # approval may be that decision sent again, and is refused (docs/interrupts.md, "Resuming").
+    (step_2,) = second.interrupt.point_ids
+    third = await runner.invoke_resume(first.checkpoint_id, {step_2: {"approved": True}})
 
     assert third.text == "both confirmed"
 

@@ -31,6 +31,7 @@ __all__ = [
     "load_history",
     "parse_body",
     "read_answered",
+    "read_answered_plain",
     "snapshot_body",
 ]
 
@@ -204,6 +205,10 @@ def snapshot_body(
         answered = _answered_by(plan, signal)
         if answered:
             body[_ANSWERED] = answered
+        if plan.answered_plain is not None:
+            # The point this resume gave plain data to: plain data for another point pending
+            # next may be the same answer sent again, and is refused (``runner._addressed``).
+            body[_ANSWERED_PLAIN] = plan.answered_plain
     if run.usage is not None:
         # The usage the run's model calls reported so far (``RunResult.usage``), token counts by
         # name: the resumed run's total goes on from it. Absent when none reported any, as in the
@@ -228,6 +233,7 @@ def snapshot_body(
 
 
 _ANSWERED = "answered"
+_ANSWERED_PLAIN = "answered_plain"
 
 
 def _answered_by(plan: _ResumePlan, signal: _InterruptSignal) -> list[str]:
@@ -239,6 +245,13 @@ def _answered_by(plan: _ResumePlan, signal: _InterruptSignal) -> list[str]:
     earlier = plan.progress.earlier if plan.progress is not None else ()
     done = {*plan.answered, *plan.targets, *(i for i in earlier if isinstance(i, str))}
     return sorted(done - waiting)
+
+
+def read_answered_plain(body: dict[str, Any]) -> str | None:
+    """The point the resume that saved ``body`` gave plain data to, if it did (``snapshot_body``);
+    None for anything but a str (a checkpoint of an older pyadk has none: plain data goes on)."""
+    point = body.get(_ANSWERED_PLAIN)
+    return point if isinstance(point, str) else None
 
 
 def read_answered(body: dict[str, Any]) -> tuple[str, ...]:
