@@ -93,7 +93,7 @@ def answer(body: dict[str, Any]) -> Wire:
     return Wire(tool_calls=[Call("transfer_to_agent", delegate, id="t1")], usage=(1000, 100))
 
 
-def back_office(server: OpenAIServer) -> Supervisor:
+def back_office(server: OpenAIServer) -> adk.Agent:
     def model() -> adk.OpenAIChatModel:
         return wire_model(server, retry=RetryPolicy(max_attempts=1))
 
@@ -120,19 +120,31 @@ async def server() -> AsyncIterator[OpenAIServer]:
         yield running
 
 
+@pytest_asyncio.fixture(loop_scope="module")
+async def opened() -> AsyncIterator[list[Runner]]:
+    """The runners a test makes: their models and stores closed when it ends."""
+    runners: list[Runner] = []
+    yield runners
+    for runner in runners:
+        await runner.aclose()
+        await runner.checkpoint_store.aclose()  # type: ignore[attr-defined]
+
+
 @pytest.fixture
 def replicas(
-    redis_server: RedisServer, server: OpenAIServer
+    redis_server: RedisServer, server: OpenAIServer, opened: list[Runner]
 ) -> Callable[[], tuple[Runner, Runner]]:
     """Two replicas of the service over one Redis key prefix of this test's own."""
     prefix = f"office{os.urandom(4).hex()}:"
     LEDGER.clear()
 
     def make() -> tuple[Runner, Runner]:
-        return tuple(  # type: ignore[return-value]
+        pair = [
             Runner(back_office(server), RedisCheckpointStore(redis_server.url, prefix=prefix))
             for _ in range(2)
-        )
+        ]
+        opened.extend(pair)
+        return pair[0], pair[1]
 
     return make
 
@@ -208,7 +220,7 @@ class Approver(adk.BaseAgent):
 
 
 async def test_points_answered_by_every_earlier_resume_are_named_as_answered(
-    redis_server: RedisServer,
+    redis_server: RedisServer, opened: list[Runner]
 ) -> None:
     """Three sign-offs answered one by one, on either replica: an answer sent again to the
     first is named as answered after the second resume too (the noted points carry over)."""
@@ -217,7 +229,8 @@ async def test_points_answered_by_every_earlier_resume_are_named_as_answered(
     def replica() -> Runner:
         names = ("legal", "finance", "security")
         team = ParallelAgent("review", [Approver(name) for name in names])
-        return Runner(team, RedisCheckpointStore(redis_server.url, prefix=prefix))
+        opened.append(Runner(team, RedisCheckpointStore(redis_server.url, prefix=prefix)))
+        return opened[-1]
 
     legal, finance, security = (f"agent:review/agent:{n}" for n in ("legal", "finance", "security"))
     await replica().invoke("contract 17", checkpoint_id="contract-17")
@@ -232,7 +245,7 @@ async def test_points_answered_by_every_earlier_resume_are_named_as_answered(
 
 
 async def test_a_plain_answer_sent_again_does_not_approve_the_call_the_model_asked_for_next(
-    redis_server: RedisServer, server: OpenAIServer
+    redis_server: RedisServer, server: OpenAIServer, opened: list[Runner]
 ) -> None:
     """A decision given as plain data (``True``, one point pending), sent twice: the first resume
     pays bob and the model then asks to pay eve, so the run pauses again under the same id with
@@ -246,7 +259,8 @@ async def test_a_plain_answer_sent_again_does_not_approve_the_call_the_model_ask
         payables = ReActAgent(
             "payables", wire_model(server, retry=RetryPolicy(max_attempts=1)), tools=[pay]
         )
-        return Runner(payables, RedisCheckpointStore(redis_server.url, prefix=prefix))
+        opened.append(Runner(payables, RedisCheckpointStore(redis_server.url, prefix=prefix)))
+        return opened[-1]
 
     paused = await replica().invoke("pay bob 5.00", checkpoint_id="bills-1")
     assert paused.interrupt is not None and paused.interrupt.point_ids == [
@@ -272,7 +286,7 @@ async def test_a_plain_answer_sent_again_does_not_approve_the_call_the_model_ask
 
 
 async def test_a_plain_answer_to_a_question_asked_again_at_the_same_point_is_taken(
-    redis_server: RedisServer,
+    redis_server: RedisServer, opened: list[Runner]
 ) -> None:
     """Plain data stays the answer when the resume before paused again at the point it answered
     (the tool asked again: "'middle' is not a seat"): the person answers what they were shown."""
@@ -294,7 +308,8 @@ async def test_a_plain_answer_to_a_question_asked_again_at_the_same_point_is_tak
             )
         )
         agent = ReActAgent("travel", model, tools=[seat])
-        return Runner(agent, RedisCheckpointStore(redis_server.url, prefix=prefix))
+        opened.append(Runner(agent, RedisCheckpointStore(redis_server.url, prefix=prefix)))
+        return opened[-1]
 
     await replica().invoke("a seat, please", checkpoint_id="trip-1")
     again = await replica().invoke_resume("trip-1", "middle")
