@@ -416,6 +416,15 @@ class Reading(BaseModel):
     note: Any = None
 
 
+@register_type
+class Bounds(BaseModel):
+    """Floats in a tuple and a set: its JSON dump holds them in lists, which the walk for NaN
+    (``adk._nonfinite.nonfinite_at``) reads as it reads a python dump's tuples and sets."""
+
+    pair: tuple[float, float]
+    seen: frozenset[float]
+
+
 def test_an_int_json_cannot_hold_inside_a_model_is_refused() -> None:
     with pytest.raises(CheckpointError) as caught:
         encode_checkpoint({"session": to_json_value({"r": Reading(value=1.0, count=10**5000)})})
@@ -638,8 +647,9 @@ NAN, INF = float("nan"), float("inf")
         Reading(value=NAN),  # a typed float
         Message.user("hi").model_copy(update={"metadata": {"score": NAN, "p": [INF]}}),
         {"models": [Shape(points=[Point(x=1)]), Reading(value=INF)], "nan": NAN},
+        Bounds(pair=(0.0, NAN), seen=frozenset([1.0, -INF])),
     ],
-    ids=["plain", "any-fields", "typed", "message-metadata", "mixed"],
+    ids=["plain", "any-fields", "typed", "message-metadata", "mixed", "tuple-and-set"],
 )
 def test_nan_and_infinities_round_trip(value: Any) -> None:
     """NaN and infinities are kept, tagged, in JSON every reader takes; those inside models' dumps

@@ -34,6 +34,7 @@ from pydantic_core import (
 from pydantic_core.core_schema import CoreConfig
 
 from .._json_where import DEEP, ITSELF, KEY, unwritable_at
+from .._nonfinite import nonfinite_at
 from ..interrupts import AGENT_STATE
 from ..messages import Message
 
@@ -1229,19 +1230,9 @@ def _tag_floats(value: Any) -> Any:
     data = value.get("data")
     if value.get(_TAGGED) is True:  # written as plain data already, its models tagged (_plain)
         return {_TAG: tag, "data": _tag_floats(data), _TAGGED: True}
-    if tag == _FLOAT or not _holds_nonfinite(data):
+    if tag == _FLOAT or nonfinite_at(data) is None:
         return value
     return {_TAG: tag, "data": _escaped(data), _TAGGED: True}
-
-
-def _holds_nonfinite(value: Any) -> bool:
-    if isinstance(value, float):
-        return not isfinite(value)
-    if isinstance(value, dict):
-        return any(_holds_nonfinite(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_holds_nonfinite(item) for item in value)
-    return False
 
 
 def _escaped(value: Any) -> Any:

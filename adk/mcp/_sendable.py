@@ -16,6 +16,8 @@ from typing import Any
 
 import pydantic_core
 
+from .._nonfinite import nonfinite_at
+
 LONE_SURROGATE = "a lone surrogate, which is not Unicode text"
 """How an error says what a lone surrogate is."""
 
@@ -46,23 +48,21 @@ def check_sendable(text: str, what: str) -> None:
         raise ValueError(f"{what} holds {bad!r}, {LONE_SURROGATE}")
 
 
-def not_finite_at(value: Any, path: str = "") -> tuple[float, str] | None:
-    """The first NaN or infinity in ``value`` (dicts, lists and tuples, as a model's python
-    dump holds them) and the path to it, or None: pydantic writes one as null, the value lost
-    without a word. Only for what is sent once per request (an answer), not per event."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else (value, path or "its top")
-    if isinstance(value, dict):
-        items: Any = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
-    else:
+def not_finite_at(value: Any) -> tuple[float, str] | None:
+    """The first NaN or infinity in ``value`` (a model's python dump: dicts, lists, tuples and
+    sets, ``adk._nonfinite.nonfinite_at``) and where it is, for an error, or None: pydantic
+    writes one as null (as the key "None"), the value lost without a word. Only for what is sent
+    once per request (an answer), not per event."""
+    found = nonfinite_at(value)
+    if found is None:
         return None
-    for where, item in items:
-        found = not_finite_at(item, where)
-        if found is not None:
-            return found
-    return None
+    where = ""
+    for step in found.path:
+        where = (
+            f"{where}[{step}]" if isinstance(step, int) else f"{where}.{step}" if where else step
+        )
+    where = where or "its top"
+    return found.number, f"{where} (as a key)" if found.key else where
 
 
 def _not_finite(word: str) -> float:
