@@ -1628,3 +1628,62 @@ async def test_an_unregistered_model_in_a_stored_models_any_place_fails_the_paus
         to_json_value(deep, "v")
     typed = Dossier(best=Finding(source="wiki"), found=[{"source": "x"}])  # typed or plain: kept
     assert from_json_value(to_json_value(typed)) == typed
+
+
+class _Inner(BaseModel):
+    """Unregistered, every field at its default unless given."""
+
+    name: str = "x"
+    size: int = 0
+
+
+class _Rows(dict[str, Any]):
+    """A dict of one's own: walked as a dict is."""
+
+
+@register_type
+class _Holder(BaseModel):
+    """A registered model with a place typed ``Any`` and one typed with its class."""
+
+    rows: Any = None
+    inner: _Inner = _Inner()
+
+
+@pytest.mark.parametrize("where", ["plain", "in-a-tuple-in-a-dict-subclass"])
+def test_the_one_look_for_models_finds_those_each_save_needs(where: str) -> None:
+    """``codec._holds_model`` is the look of both saves that walk for models (it was two
+    copies, ``_holds_model`` and ``_holds_registered``): in a message's metadata any model
+    counts, so one unregistered is kept whole, its fields at their defaults too; in a
+    registered model's ``Any`` place, a registered one is tagged (it comes back a model, not a
+    dict) and an unregistered one of a class its schema does not name is refused, while one
+    of a class it names (``_Inner``, through its ``inner`` field) is looked through, not
+    counted."""
+
+    def put(value: Any) -> Any:
+        return value if where == "plain" else _Rows(deep=(value,))
+
+    def got(value: Any) -> Any:
+        return value if where == "plain" else value["deep"][0]
+
+    def back(value: Any) -> Any:
+        data = encode_checkpoint({"s": to_json_value({"v": value}, "session")})
+        return from_json_value(decode_checkpoint(data)["s"])["v"]
+
+    message = Message.user("hi").model_copy(update={"metadata": {"m": put(_Inner())}})
+    assert got(back(message).metadata["m"]) == {"name": "x", "size": 0}
+
+    assert codec._holds_model([put(_Inner())])
+    assert codec._holds_model([put(Point(x=1))], (_Holder, _Inner))
+    assert not codec._holds_model([put(_Inner(name="y"))], (_Holder, _Inner))
+    assert codec._holds_model([put(_Reviewedless())], (_Holder, _Inner))
+
+    held = back(_Holder(rows=put(Point(x=1))))
+    assert got(held.rows) == Point(x=1)
+    with pytest.raises(CheckpointError, match="_Reviewedless is not registered"):
+        to_json_value(_Holder(rows=put(_Reviewedless())))
+
+
+class _Reviewedless(BaseModel):
+    """Unregistered, of a class no registered model's schema names."""
+
+    note: str = ""

@@ -577,7 +577,7 @@ def _plain(value: Any, depth: int) -> Any:
         data = _with_excluded(value, dump)
         if _has_any_place(cls):
             expected = _schema_classes(cls)
-            if _holds_registered(value.__dict__.values(), expected):
+            if _holds_model(value.__dict__.values(), expected):
                 found: list[bool] = []
                 tagged = _models_tagged(value, data, depth, found, expected)
                 if found:  # rebuilt before validation, as a dump holding tagged floats is
@@ -857,11 +857,20 @@ def _schema_classes(cls: type[BaseModel]) -> tuple[type, ...]:
     return known
 
 
-def _holds_model(values: Iterable[Any]) -> bool:
-    """Whether a pydantic model is among ``values`` or inside them (through dicts, lists and
-    tuples), registered or not: a message's ``metadata`` whose dump must not leave out the
-    fields at their defaults (``_own_json``). Nothing is built: most messages' metadata holds
-    no model, or nothing at all."""
+def _holds_model(values: Iterable[Any], expected: tuple[type, ...] = ()) -> bool:
+    """Whether a pydantic model that a walk must look at is among ``values`` or inside them
+    (through dicts, lists, tuples and the fields of the models it need not look at), found
+    without building anything: most values hold none, and a look costs a fraction of the walk
+    that then finds nothing.
+
+    A model of none of the ``expected`` classes is one to look at, and a registered model is:
+    so with ``()``, the default, any model is, registered or not (a message's ``metadata``
+    whose dump must not leave out the fields at their defaults, ``_own_json`` and
+    ``_event_json``). Given a model's ``_schema_classes``, a registered model or one of none of
+    them (one in a place typed ``Any``, to refuse) is: only then is ``_models_tagged``'s walk,
+    which copies the whole dump in Python, worth making (a model with a ``dict[str, Any]`` of
+    plain data, a table of rows, is saved every pause: the look is a sixth of the save, the walk
+    five times it)."""
     pending = list(values)
     while pending:
         item = pending.pop()
@@ -873,34 +882,7 @@ def _holds_model(values: Iterable[Any]) -> bool:
         elif cls is str or cls is int or cls is float or cls is bool or item is None:
             continue
         elif isinstance(item, BaseModel):
-            return True
-        elif isinstance(item, dict):
-            pending.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            pending.extend(item)
-    return False
-
-
-def _holds_registered(values: Iterable[Any], expected: tuple[type, ...] | None) -> bool:
-    """Whether a registered model is among ``values`` or inside them (through dicts, lists,
-    tuples and models' fields, as ``_models_tagged`` walks), or a model of none of the
-    ``expected`` classes (``_schema_classes``: one in a place typed ``Any``, to refuse): only
-    then is the walk, which copies the whole dump in Python, worth making. A model with a
-    ``dict[str, Any]`` of plain data (a table of rows, a cache) is saved every pause; looking,
-    without building anything, costs a fraction of the walk that found nothing (a sixth of the
-    save, not five times it)."""
-    pending = list(values)
-    while pending:
-        item = pending.pop()
-        cls = type(item)
-        if cls is dict:
-            pending.extend(item.values())
-        elif cls is list or cls is tuple:
-            pending.extend(item)
-        elif cls is str or cls is int or cls is float or cls is bool or item is None:
-            continue
-        elif isinstance(item, BaseModel):
-            if cls in _NAMES or (expected is not None and not issubclass(cls, expected)):
+            if cls in _NAMES or not issubclass(cls, expected):
                 return True
             pending.extend(item.__dict__.values())
         elif isinstance(item, dict):
