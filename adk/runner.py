@@ -677,9 +677,9 @@ class Runner(AsyncCloseable):
         baseline = run_started()  # cancellations its task had pending: not the run's
         try:
             if checkpoint_id is not None:  # the id a paused run waits on: refused before it runs
-                taken = await self._id_taken(checkpoint_id)
-                if taken is not None:
-                    collected.add(_final(on_event, _made(ctx, _refusal(ctx, taken))), checked=True)
+                refused = await self._named_refusal(ctx, checkpoint_id)
+                if refused is not None:
+                    collected.add(refused, checked=True)
                     return collected.result(run.session, run)
             if fused is not None:  # drives itself under the rules: what ``drive`` would call
                 driven = fused(agent_input, ctx)
@@ -1192,14 +1192,14 @@ class Runner(AsyncCloseable):
         self, ctx: RunContext, input: AgentInput, checkpoint_id: str
     ) -> AsyncGenerator[AgentEvent, None]:
         """``_drive_root`` of a new run given ``checkpoint_id``, refused with an error event
-        before its agent runs when that id is taken (``_id_taken``)."""
+        before its agent runs when that id is taken (``_named_refusal``)."""
         baseline = run_started()  # cancellations its task had pending: not the run's
         try:
-            taken = await self._id_taken(checkpoint_id)
+            refused = await self._named_refusal(ctx, checkpoint_id)
         finally:
             run_ended(baseline)
-        if taken is not None:
-            yield _final(self._on_event, _made(ctx, _refusal(ctx, taken)))
+        if refused is not None:
+            yield refused
             return
         try:
             async with closing(self._drive_root(ctx, input, checkpoint_id)) as events:
@@ -1207,6 +1207,15 @@ class Runner(AsyncCloseable):
                     yield event
         finally:
             event = NO_EVENT  # see _driver.NO_EVENT
+
+    async def _named_refusal(self, ctx: RunContext, checkpoint_id: str) -> AgentEvent | None:
+        """The error event refusing a new run (``run``, ``invoke``) given ``checkpoint_id``
+        before its agent runs, when that id is taken (``_id_taken``): the run's only event,
+        given to ``on_event`` as the one that ends it; None when the id is free."""
+        taken = await self._id_taken(checkpoint_id)
+        if taken is None:
+            return None
+        return _final(self._on_event, _made(ctx, _refusal(ctx, taken)))
 
     async def _id_taken(self, checkpoint_id: str) -> CheckpointError | None:
         """The refusal (``reason`` ``"id_taken"``) of a new run given the id of a checkpoint a

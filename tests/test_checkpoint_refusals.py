@@ -286,6 +286,29 @@ async def test_id_taken_a_new_run_is_refused_at_its_start_not_once_it_paid_for_i
     assert (await second.invoke("hi", checkpoint_id="conv-1")).interrupt is not None  # free
 
 
+async def test_id_taken_the_refusal_ends_the_run_alike_through_run_and_invoke(
+    store: SQLiteCheckpointStore,
+) -> None:
+    """The refusal is made in one place (``Runner._named_refusal``) for ``run`` and ``invoke``,
+    which wrote it apart: each gives ``on_event`` the error event that ends the run (the event
+    ``run`` yields), its agent never run."""
+    paid: list[str] = []
+    await Runner(PayOnYes(paid), checkpoint_store=store).invoke("bob", checkpoint_id="conv-1")
+    seen: list[AgentEvent] = []
+    model = _paying_model()
+    runner = Runner(
+        _clerk(model), checkpoint_store=store, callbacks=[adk.Callbacks(on_event=seen.append)]
+    )
+    with pytest.raises(RunError, match="a paused run waits there") as refused:
+        await runner.invoke("pay eve", checkpoint_id="conv-1")
+    [event] = [event async for event in runner.run("pay eve", checkpoint_id="conv-1")]
+    assert [told.exception for told in seen] == [refused.value.__cause__, event.exception]
+    for told in seen:
+        assert isinstance(told.exception, CheckpointError), told
+        assert told.exception.reason == "id_taken" and told.agent_name == "clerk"
+    assert model.calls == 0 and paid == []
+
+
 async def test_id_taken_a_new_run_under_the_id_a_resume_runs_now(
     store: SQLiteCheckpointStore,
 ) -> None:
