@@ -403,7 +403,7 @@ def _bad_event(agent: str, event: object) -> TypeError:
     )
 
 
-async def settle(event: AgentEvent) -> AgentEvent | None:
+async def settle(event: AgentEvent, run: _AgentRun) -> AgentEvent | None:
     """Before closing an agent after the event that ended it, read a stream the event carries to
     its end: a child's stream that a composite passed on. The child's own driver would have read
     it (``record_stream``), but closing the composite cancels the child, and the child's cleanup
@@ -412,8 +412,9 @@ async def settle(event: AgentEvent) -> AgentEvent | None:
 
     A stream that fails (read here, or already by the reader: a streaming UI, ``invoke``) is the
     error of the agent that streamed it, which is closed next without reading it again: the
-    returned error event, stamped as that agent's, for the caller to pass on as the child's
-    failure. Raised, it failed the composite's child (a workflow between them) instead; skipped
+    returned error event, stamped as that agent's and observed by ``run`` (the run of the agent
+    that passed the event on, which fails with it), for the caller to pass on as that agent's
+    failure, each driver its own way. Raised, it failed the composite's child (a workflow between them) instead; skipped
     once read, the run ended with the event as if its answer had come. A stream only shown is no
     answer (``AgentOutput.shown_only``): read for its readers, who see its failure; the agent
     that would have read it is closed, so it is nobody's error. (Raised, it failed the run, as
@@ -440,11 +441,24 @@ async def settle(event: AgentEvent) -> AgentEvent | None:
             raise  # the run is being cancelled: not an error to go on with (``is_cancellation``)
         if exc.__traceback__ is not None:  # this frame, which holds ``event``: no cycle through it
             exc.__traceback__ = exc.__traceback__.tb_next
-        # No local holds the error event: a frame the traceback keeps would hold it (``NO_EVENT``)
-        return _stamped(
-            AgentEvent(error=ErrorInfo.of(exc), exception=exc), event.agent_name, event.run_path
-        )
-    return None
+        error = exc
+    else:
+        return None
+    # Observed past the ``except``: a hook failing on it is not chained to the stream's error
+    # (as when each driver observed it). No local holds the error event: a frame the traceback
+    # keeps would hold it (``NO_EVENT``).
+    return _observed(
+        run,
+        _stamped(
+            AgentEvent(error=ErrorInfo.of(error), exception=error), event.agent_name, event.run_path
+        ),
+    )
+
+
+def _observed(run: _AgentRun, event: AgentEvent) -> AgentEvent:
+    """``event``, once ``run`` observed it (``settle``'s failure, the agent's)."""
+    run.observe(event)
+    return event
 
 
 def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
@@ -479,9 +493,8 @@ async def _drive(
                 if run.stream is not None:
                     await run.record_stream()
                 if stop:
-                    failed = await settle(event)
-                    if failed is not None:  # a child's stream: the child failed (``observe``)
-                        run.observe(failed)
+                    failed = await settle(event, run)
+                    if failed is not None:  # a child's stream: the child failed (observed)
                         yield failed
                     break
             else:

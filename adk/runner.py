@@ -732,9 +732,8 @@ class Runner(AsyncCloseable):
                             out = event.output
                             settled = None
                             if out is not None and out.stream is not None and not out.shown_only:
-                                settled = await settle(event)
+                                settled = await settle(event, own)  # observed by ``own``
                             if settled is not None:  # a child's stream failed: its error
-                                own.observe(settled)
                                 await collected.take(settled)
                                 settled = None
                             break
@@ -1036,9 +1035,8 @@ class Runner(AsyncCloseable):
                         if own.stream is not None:
                             await own.record_stream()
                         if stop:
-                            settled = await settle(event)
+                            settled = await settle(event, own)  # observed by ``own``
                             if settled is not None:  # a child's stream failed: see ``settle``
-                                own.observe(settled)
                                 previous._flags = 0
                                 previous = settled
                                 settled, after = await _check(

@@ -186,9 +186,8 @@ async def _run_steps(
                             if run.stream is not None:
                                 await run.record_stream()
                             if stop:
-                                failed = await settle(event)
+                                failed = await settle(event, run)  # the child observed it
                                 if failed is not None:  # a grandchild's stream: see ``settle``
-                                    run.observe(failed)  # the child failed, as it passes on
                                     steps.pass_up(failed, index, path)
                                     if own is not None:
                                         own.observe_passing(failed)
