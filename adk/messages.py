@@ -13,7 +13,7 @@ module). Forward references in method signatures are quoted instead.
 
 import base64
 import binascii
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -251,6 +251,16 @@ def _no_parts(parts: tuple[Any, ...]) -> bool:
     return not parts
 
 
+def _shown_args(
+    args: Iterable[tuple[str | None, Any]],
+) -> Iterator[tuple[str | None, Any]]:
+    """A model's ``__repr_args__`` without ``parts=()`` (a ``Message``'s, a ``ToolResult``'s):
+    not in every repr (logs, doctests, a callback printing one), shown when it holds some."""
+    for name, value in args:
+        if name != "parts" or value:
+            yield name, value
+
+
 def part_placeholder(part: "ImagePart | AudioPart | FilePart") -> str:
     """The text standing for ``part`` where only text goes (``content``, a model that takes no
     parts): the placeholders MCP results always had."""
@@ -297,10 +307,7 @@ class Message(BaseModel):
     parts: tuple[Part, ...] = Field(default=(), exclude_if=_no_parts)
 
     def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
-        # No ``parts=()`` in every message's repr (logs, doctests): shown when it holds some.
-        for name, value in super().__repr_args__():
-            if name != "parts" or value:
-                yield name, value
+        return _shown_args(super().__repr_args__())
 
     @classmethod
     def system(cls, text: str) -> "Message":

@@ -82,6 +82,18 @@ def test_parts_take_bytes_or_base64_and_refuse_what_they_cannot_be() -> None:
     assert "data=<12 bytes>" in repr(ImagePart(mime_type="image/png", data=b"x" * 12))
 
 
+def test_a_message_and_a_tool_result_print_parts_only_when_they_hold_some() -> None:
+    """One helper (``adk.messages._shown_args``) leaves ``parts=()`` out of both reprs, which
+    were two copies of the same loop."""
+    image = ImagePart(mime_type="image/png", data=PNG)
+    for plain, holding in (
+        (Message.user("hi"), Message.user("look", parts=[image])),
+        (ToolResult(content="hi"), ToolResult(content="look", parts=(image,))),
+    ):
+        assert "parts" not in repr(plain) and "content='hi'" in repr(plain)
+        assert "parts=(ImagePart(type='image', mime_type='image/png', data=<" in repr(holding)
+
+
 def test_a_message_without_parts_dumps_and_prints_as_before() -> None:
     message = Message.user("hi")
     assert "parts" not in message.model_dump()

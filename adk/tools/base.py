@@ -19,7 +19,7 @@ from .._ported_names import install as _install_ported_names
 from ..checkpoint.codec import register_type
 from ..events import _FORWARDED, AgentAction, AgentEvent, AgentOutput
 from ..interrupts import ResumeContext
-from ..messages import Part, _no_parts
+from ..messages import Part, _no_parts, _shown_args
 
 if TYPE_CHECKING:
     from ..context import RunContext, Session
@@ -65,11 +65,7 @@ class ToolResult(BaseModel):
     parts: tuple[Part, ...] = Field(default=(), exclude_if=_no_parts)
 
     def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
-        # No ``parts=()`` in every result's repr (logs, a callback printing it): shown when it
-        # holds some, as a message's.
-        for name, value in super().__repr_args__():
-            if name != "parts" or value:
-                yield name, value
+        return _shown_args(super().__repr_args__())
 
     @classmethod
     def error(cls, message: str) -> "ToolResult":
