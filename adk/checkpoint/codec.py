@@ -321,27 +321,17 @@ def _nested_unstored(cls: type[BaseModel]) -> dict[Any, tuple[str, ...]]:
     would get that text for the secret. Worked out once per class, from its core schema."""
     _nan_serializer(cls)  # builds a deferred model's schema
     found: dict[Any, tuple[str, ...]] = {}
-    pending: list[Any] = [cls.__pydantic_core_schema__]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, list):
-            pending.extend(node)
-        elif isinstance(node, dict):
-            held = node.get("cls")
-            if _is_secret(node, held):
-                found[_SECRET] = ()
-            elif node.get("type") in ("model", "dataclass") and isinstance(held, type):
-                fields = getattr(held, "__pydantic_fields__", None) or {}
-                names = tuple(
-                    name
-                    for name, info in fields.items()
-                    if info.exclude is True and info.is_required()
-                )
-                if names:
-                    found[held] = names
-            pending.extend(
-                item for key, item in node.items() if key not in ("cls", "default", "metadata")
+    for node in _schema_nodes(cls.__pydantic_core_schema__):
+        held = node.get("cls")
+        if _is_secret(node, held):
+            found[_SECRET] = ()
+        elif node.get("type") in ("model", "dataclass") and isinstance(held, type):
+            fields = getattr(held, "__pydantic_fields__", None) or {}
+            names = tuple(
+                name for name, info in fields.items() if info.exclude is True and info.is_required()
             )
+            if names:
+                found[held] = names
     if cls.__pydantic_core_schema__["type"] != "definitions":
         found.pop(cls, None)  # it does not nest itself: its own fields are ``_with_excluded``'s
     return found
@@ -779,17 +769,7 @@ def _has_any_place(cls: type[BaseModel]) -> bool:
     known: bool | None = cls.__dict__.get(_ANY_PLACE)
     if known is None:
         _nan_serializer(cls)  # builds a deferred model's schema
-        known = False
-        pending: list[Any] = [cls.__pydantic_core_schema__]
-        while pending and not known:
-            node = pending.pop()
-            if isinstance(node, list):
-                pending.extend(node)
-            elif isinstance(node, dict):
-                known = node.get("type") == "any"
-                pending.extend(
-                    item for key, item in node.items() if key not in ("cls", "default", "metadata")
-                )
+        known = any(n.get("type") == "any" for n in _schema_nodes(cls.__pydantic_core_schema__))
         setattr(cls, _ANY_PLACE, known)
     return known
 
@@ -803,7 +783,10 @@ _SCHEMA_CLASSES = "_adk_schema_classes"
 
 
 def _schema_nodes(schema: Any) -> Iterable[dict[str, Any]]:
-    """Every node of a core schema, as ``_has_any_place`` walks it."""
+    """Every node of a core schema (its dicts, through lists and values, but not a model's
+    class, a default or metadata, which are no schema): the one walk of the schema questions
+    worked out once per class (``_nested_unstored``, ``_has_any_place``, ``_any_fields``,
+    ``_schema_classes``)."""
     pending: list[Any] = [schema]
     while pending:
         node = pending.pop()
