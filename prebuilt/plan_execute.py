@@ -612,6 +612,16 @@ class _LoopStep(_Role):
     def _prompt(self, state: _StepState) -> str:
         raise NotImplementedError
 
+    def _begin(self, ctx: RunContext, state: _StepState) -> tuple[AgentInput, RunContext, _Seen]:
+        """What both steps do before they drive their agent: its input and context
+        (``_StepState.start``), and the step's ``_Seen``, the saved state put back on resume
+        (``_StepState.resumed``) and listening for a plan the agent stores."""
+        request, agent_ctx = state.start(ctx, self._prompt(state))
+        seen = _Seen(ctx, self.name)
+        state.resumed(ctx, seen)
+        seen.listen(ctx)
+        return request, agent_ctx, seen
+
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """As the step resumes: the state it and its role saved, then its agent on the step's
         history view (the fork it saved), where the resume runs it: the agent's saved state
@@ -646,10 +656,7 @@ class _ExecuteStep(_LoopStep):
         if not plan.steps:
             return  # nothing left to do; the replanner answers
         step = plan.steps[0]
-        request, agent_ctx = state.start(ctx, self._prompt(state))
-        seen = _Seen(ctx, self.name)
-        state.resumed(ctx, seen)
-        seen.listen(ctx)
+        request, agent_ctx, seen = self._begin(ctx, state)
         try:
             async with closing(drive(self.agent, request, agent_ctx)) as events:
                 async for event in events:
@@ -687,10 +694,7 @@ class _ReplanStep(_LoopStep):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         state = _StepState(ctx, self.name)
         objective, plan, done = state.objective, state.plan, state.done
-        request, agent_ctx = state.start(ctx, self._prompt(state))
-        seen = _Seen(ctx, self.name)
-        state.resumed(ctx, seen)
-        seen.listen(ctx)
+        request, agent_ctx, seen = self._begin(ctx, state)
         try:
             async with closing(drive(self.agent, request, agent_ctx)) as events:
                 async for event in events:
