@@ -414,10 +414,11 @@ async def settle(event: AgentEvent, run: _AgentRun) -> AgentEvent | None:
     error of the agent that streamed it, which is closed next without reading it again: the
     returned error event, stamped as that agent's and observed by ``run`` (the run of the agent
     that passed the event on, which fails with it), for the caller to pass on as that agent's
-    failure, each driver its own way. Raised, it failed the composite's child (a workflow between them) instead; skipped
-    once read, the run ended with the event as if its answer had come. A stream only shown is no
-    answer (``AgentOutput.shown_only``): read for its readers, who see its failure; the agent
-    that would have read it is closed, so it is nobody's error. (Raised, it failed the run, as
+    failure, each driver its own way. Raised, it failed the composite's child (a workflow
+    between them) instead; skipped once read, the run ended with the event as if its answer had
+    come. A stream only shown is no answer (``AgentOutput.shown_only``): read for its readers,
+    who see its failure; the agent that would have read it is closed, so it is nobody's
+    error. (Raised, it failed the run, as
     the workflow above the agent's, but only for a reader who had not read it: one who had, and
     ``invoke``, which closes it, saw the run end cleanly.)"""
     output = event.output
