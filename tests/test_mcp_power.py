@@ -488,22 +488,20 @@ async def test_an_elicitation_answer_holding_nan_is_an_error_answer_not_null(
     assert again.content == "booked Oslo on May 2"
 
 
-@pytest.mark.parametrize(
-    ("meta", "where"),
-    [
-        ({"tried": {float("inf")}}, "it holds inf at _meta.tried, "),
-        ({"seen": frozenset([2.0, float("nan")])}, "it holds nan at _meta.seen, "),
-        ({"by": {float("nan"): "x"}}, "it holds nan at _meta.by (as a key), "),
-    ],
-)
 async def test_an_answer_holding_nan_in_a_set_or_as_a_key_is_an_error_answer_not_null(
-    meta: dict[str, Any], where: str, http_servers: dict[bool, HTTPServerProcess]
+    http_servers: dict[bool, HTTPServerProcess],
 ) -> None:
     """A python dump keeps a set (and a float key) as it is, where pydantic writes the set as a
     list with null for a NaN and the key as "None": the walk for NaN goes into both, as into a
     list (not_finite_at, before adk._nonfinite.nonfinite_at, walked dicts' values, lists and
-    tuples only, and this answer reached the server with null)."""
-    answers = iter([meta, None])
+    tuples only, and these answers reached the server with null). One connection, the module's
+    server: each refused answer is the error of its call alone."""
+    cases = [
+        ({"tried": {float("inf")}}, "it holds inf at _meta.tried, "),
+        ({"seen": frozenset([2.0, float("nan")])}, "it holds nan at _meta.seen, "),
+        ({"by": {float("nan"): "x"}}, "it holds nan at _meta.by (as a key), "),
+    ]
+    answers = iter([meta for meta, _ in cases] + [None])
 
     def elicit(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
         held = next(answers)
@@ -513,14 +511,15 @@ async def test_an_answer_holding_nan_in_a_set_or_as_a_key_is_an_error_answer_not
             **({} if held is None else {"_meta": held}),  # type: ignore[arg-type]
         )
 
-    async with MCPToolset(server_for("stdio", http_servers), elicitation=elicit) as toolset:
-        booked = await call(toolset, "book", {"destination": "Oslo"})
+    async with MCPToolset(server_for("http", http_servers), elicitation=elicit) as toolset:
+        refused = [await call(toolset, "book", {"destination": "Oslo"}) for _ in cases]
         again = await call(toolset, "book", {"destination": "Oslo"})
 
-    assert booked.is_error
-    assert f"the client's elicitation handler's answer cannot be sent: {where}" in (
-        booked.content
-    ), booked.content
+    for result, (_, where) in zip(refused, cases, strict=True):
+        assert result.is_error
+        assert f"the client's elicitation handler's answer cannot be sent: {where}" in (
+            result.content
+        ), result.content
     assert again.content == "booked Oslo on May 2"
 
 
