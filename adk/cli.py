@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Awaitable, Sequence
@@ -126,16 +127,42 @@ def _check_shape(body: dict[str, Any], checkpoint_id: str) -> None:
             )
 
 
-async def _list(store: CheckpointStore, args: argparse.Namespace) -> None:
+async def _list(store: CheckpointStore, args: argparse.Namespace) -> int:
     """Print each pending checkpoint as it is read: a listing may be long, and what was printed
-    before a store failure stays useful."""
+    before a store failure stays useful. The exit status: 0, or ``_READER_GONE`` once the
+    output's reader has left (``| head``), where the listing stops and the store is closed."""
     try:
         async for entry in _listing(store, args.prefix, args.agent, rebuild=False):
-            print(_to_json(_listed(entry), indent=None), flush=True)
+            if not _printed(_to_json(_listed(entry), indent=None)):
+                return _READER_GONE
     finally:
         closer = getattr(store, "aclose", None)
         if closer is not None:
             await closer()
+    return 0
+
+
+_READER_GONE = 141
+"""The exit status once the output's reader has left (``pyadk checkpoint list ... | head``): 128
+plus SIGPIPE's number, as a command the signal ended has, so a pipeline read with ``pipefail``
+tells it from a store failure (1). Python ignores SIGPIPE, so a write to the closed pipe raises
+``BrokenPipeError`` instead, an ``OSError``, which was reported as ``pyadk: [Errno 32] Broken
+pipe`` with status 1 (a listing), or a traceback (``show``)."""
+
+
+def _printed(text: str) -> bool:
+    """Print ``text`` as a line, flushed; False when the output's reader has left (a closed
+    pipe), once stdout is pointed at the null device so the interpreter's flush at exit does
+    not fail again on what is still buffered (as Python's docs on SIGPIPE advise)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):  # a stdout with no descriptor
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return False
+    return True
 
 
 def _listed(entry: PendingCheckpoint) -> dict[str, Any]:
@@ -230,8 +257,9 @@ def _malformed_dsn(args: argparse.Namespace, exc: Exception) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; the exit status is 0 on success, 1 when the checkpoint cannot be shown
     (missing, unreadable, store down) or the listing fails (store down: what was listed before is
-    printed) and 2 for a malformed command line (a PostgreSQL DSN asyncpg refuses included). A listed checkpoint that cannot be read is a line
-    with its ``error``, not a failure."""
+    printed), 2 for a malformed command line (a PostgreSQL DSN asyncpg refuses included) and 141
+    when the output's reader left before the end (``| head``), with nothing on stderr. A listed
+    checkpoint that cannot be read is a line with its ``error``, not a failure."""
     args = _parser().parse_args(argv)
     try:
         if args.action == "list":
@@ -247,14 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         if args.action == "list":
-            asyncio.run(_list(store, args))
-            return 0
+            return asyncio.run(_list(store, args))
         summary = asyncio.run(_show(store, args))
     except (CheckpointError, checkpoint.CheckpointStoreError, OSError) as exc:
         print(f"pyadk: {exc}", file=sys.stderr)
         return 2 if _malformed_dsn(args, exc) else 1
-    print(_to_json(summary, indent=2))
-    return 0
+    return 0 if _printed(_to_json(summary, indent=2)) else _READER_GONE
 
 
 if __name__ == "__main__":

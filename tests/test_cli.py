@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +19,7 @@ import pytest
 from pydantic import BaseModel
 from services import PostgresServer, RedisServer, closed_port
 
-from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner, register_type
+from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner, cli, register_type
 from adk.checkpoint import (
     PostgresCheckpointStore,
     RedisCheckpointStore,
@@ -400,3 +402,44 @@ async def test_show_of_a_malformed_body_with_a_valid_checksum_is_a_clear_error(
 
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr == f"pyadk: checkpoint 'c-1' is malformed: {what}\n"
+
+
+def _main_into_closed_pipe(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str]:
+    """``pyadk ARGS | head -0``: the command run in this process, its stdout a real pipe whose
+    reader has left; its exit status and stderr."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    with open(writer, "w", encoding="utf-8") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        status = cli.main(list(args))
+        monkeypatch.undo()
+        with contextlib.suppress(BrokenPipeError):  # what is still buffered (before the fix)
+            stdout.close()
+    return status, capsys.readouterr().err
+
+
+def test_a_reader_that_leaves_ends_the_command_quietly_not_as_a_store_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `pyadk checkpoint list ... | head` said `pyadk: [Errno 32] Broken pipe` with status 1, the
+    # status of a store that failed mid-way, and `show ... | head` ended in a traceback.
+    path = tmp_path / "checkpoints.db"
+
+    async def pause() -> None:
+        async with SQLiteCheckpointStore(path) as store:
+            for n in range(3):
+                await Runner(_Asks("asker"), checkpoint_store=store).invoke(
+                    "pay", checkpoint_id=f"c-{n}"
+                )
+
+    asyncio.run(pause())
+    listed = _main_into_closed_pipe(
+        monkeypatch, capsys, "checkpoint", "list", "--sqlite", str(path)
+    )
+    assert listed == (141, "")
+    shown = _main_into_closed_pipe(
+        monkeypatch, capsys, "checkpoint", "show", "c-1", "--sqlite", str(path), "--full"
+    )
+    assert shown == (141, "")
