@@ -48,6 +48,7 @@ from adk.checkpoint import (
     PostgresCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
+    list_pending,
 )
 from adk.checkpoint._claim import _in_process, being_resumed
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -914,3 +915,60 @@ def test_threads_sharing_a_store_resume_a_checkpoint_once(monkeypatch: pytest.Mo
     assert len(inside) == 1 and len(refused) == 1, (inside, refused)
     assert all(meeting.hashed.values())  # both checked the guard
     assert not being_resumed(store, "pay-1")
+
+
+async def test_an_expiry_jobs_delete_meets_a_resume_as_interrupts_md_says(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # docs/interrupts.md, "Expiring abandoned checkpoints": a plain delete during a resume loses
+    # to it (the call is made, its record refused with a warning, its new pause saved under the
+    # id); under a claim the job cannot take a checkpoint a resume holds, and a resume of one the
+    # job holds is refused as busy, then finds nothing. Passes: documents what is.
+    paying, paying_bob = asyncio.Event(), asyncio.Event()
+
+    @tool(require_approval=True)
+    async def pay(payee: str) -> str:
+        """Pay someone once a person approves it."""
+        if payee == "bob":
+            paying_bob.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(paying.wait(), 10)
+        paid.append(payee)
+        return f"paid {payee}"
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role != Role.TOOL:
+            return Reply(tool_calls=[tool_call("pay", {"payee": "bob"}, id="c1")])
+        if "bob" in messages[-1].content:
+            return Reply(tool_calls=[tool_call("pay", {"payee": "eve"}, id="c2")])
+        return Reply(text="done")
+
+    service, job = make_store(), make_store()
+    runner = Runner(
+        ReActAgent("payer", ScriptedModel(reply), tools=[pay]), checkpoint_store=service
+    )
+    await runner.invoke("pay", checkpoint_id="x")
+    resume = asyncio.ensure_future(runner.invoke_resume("x", True))
+    await asyncio.wait_for(paying_bob.wait(), 10)
+    [entry] = [entry async for entry in list_pending(job)]
+    assert entry.resuming  # what the job's listing shows
+    assert not await job.claim("x", "expiry-job")  # the resume holds it
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        await job.delete("x")  # a plain delete: taken
+        paying.set()
+        paused_again = await resume
+    assert paid == ["bob"]
+    assert "it is no longer the one this resume loaded (deleted" in caplog.text
+    assert paused_again.checkpoint_id == "x" and paused_again.interrupt is not None
+    [entry] = [entry async for entry in list_pending(job)]
+    assert [p.info["arguments"] for p in entry.points] == [{"payee": "eve"}]
+
+    assert await job.claim("x", "expiry-job")  # nobody resumes it now
+    with pytest.raises(CheckpointError) as busy:
+        await runner.invoke_resume("x", True)
+    assert busy.value.reason == "busy"
+    await job.delete("x")
+    await job.release("x", "expiry-job")
+    with pytest.raises(CheckpointError) as gone:
+        await runner.invoke_resume("x", True)
+    assert gone.value.reason == "not_found" and paid == ["bob"]
