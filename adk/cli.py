@@ -235,12 +235,14 @@ def _to_json(value: Any, indent: int | None) -> str:
     """``value`` as standard JSON: checkpoints written before the codec refused NaN and
     infinities may hold them, and each is printed as its ``str`` (``"nan"``, ``"inf"``). Text
     holding a lone surrogate (a model's ``"\\ud800"`` escape), which has no UTF-8 form to
-    print, is written ASCII-escaped, as the checkpoint holds it. Terminal controls are escaped
+    print, is written ASCII-escaped, as the checkpoint holds it; so is text the output's
+    encoding cannot write (``€`` to a Latin-1 locale's pipe, a Windows console's code page),
+    which failed with a traceback: ``\\u20ac`` is the same JSON. Terminal controls are escaped
     (``_TERMINAL_UNSAFE``)."""
     text = dumps_finite(value, str, indent=indent, ensure_ascii=False)
     try:
-        text.encode()
-    except UnicodeEncodeError:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
         return dumps_finite(value, str, indent=indent, ensure_ascii=True)
     return text.translate(_TERMINAL_UNSAFE)
 

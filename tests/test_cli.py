@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import io
 import json
 import os
 import sqlite3
@@ -443,3 +444,34 @@ def test_a_reader_that_leaves_ends_the_command_quietly_not_as_a_store_failure(
         monkeypatch, capsys, "checkpoint", "show", "c-1", "--sqlite", str(path), "--full"
     )
     assert shown == (141, "")
+
+
+class _AsksInEuros(BaseAgent):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield ctx.interrupt({"question": "pay 10 € to Zoë?"})
+
+
+def test_text_the_outputs_encoding_cannot_write_is_printed_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Latin-1 locale's pipe (or a Windows console's code page) has no '€': the command ended
+    # in a UnicodeEncodeError traceback, printing nothing of the run an operator looked for.
+    path = tmp_path / "checkpoints.db"
+
+    async def pause() -> None:
+        async with SQLiteCheckpointStore(path) as store:
+            await Runner(_AsksInEuros("asker"), checkpoint_store=store).invoke(
+                "pay", checkpoint_id="c-€"
+            )
+
+    asyncio.run(pause())
+    for command in (["list"], ["show", "c-€"]):
+        written = io.BytesIO()
+        with io.TextIOWrapper(written, encoding="latin-1", write_through=True) as stdout:
+            monkeypatch.setattr(sys, "stdout", stdout)
+            status = cli.main(["checkpoint", *command, "--sqlite", str(path)])
+            monkeypatch.undo()
+            text = written.getvalue().decode("ascii")  # escaped: \u20ac, also in the id
+        printed = json.loads(text)
+        assert status == 0 and printed["checkpoint_id"] == "c-€"
+        assert printed["points"][0]["info"] == {"question": "pay 10 € to Zoë?"}
