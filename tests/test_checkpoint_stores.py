@@ -1195,6 +1195,14 @@ def test_network_stores_reject_a_bad_timeout(timeout: Any) -> None:
         ),
         ("host=db sslpassword=kp user=u", "host=db sslpassword=*** user=u"),
         ("host=db sslpassword = 'k p' user=u", "host=db sslpassword = *** user=u"),
+        # No host: the URL as given, not 'unix:/tmp/redis.sock', which is not what was typed.
+        ("unix:///tmp/redis.sock?db=0", "unix:///tmp/redis.sock?db=0"),
+        ("unix://:pw@/tmp/redis.sock", "unix://:***@/tmp/redis.sock"),
+        ("///tmp/redis.sock", "///tmp/redis.sock"),
+        (
+            "postgresql:///x?host=/run/postgresql&password=pw",
+            "postgresql:///x?host=/run/postgresql&password=***",
+        ),
     ],
 )
 def test_passwords_never_show_in_messages(url: str, shown: str) -> None:

@@ -548,6 +548,9 @@ def _redact(url: str) -> str:
     except ValueError:
         return "<unparsable url>"
     query = re.sub(_SECRET_QUERY, r"\1***", parts.query)
+    if not netloc:  # ``unix:///path``: urlunsplit would drop the empty host's ``//``
+        scheme = f"{parts.scheme}:" if parts.scheme else ""
+        return f"{scheme}//" + urlunsplit(("", "", parts.path, query, parts.fragment))
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
