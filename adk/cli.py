@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Sequence
 from typing import Any, cast
@@ -260,8 +261,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; the exit status is 0 on success, 1 when the checkpoint cannot be shown
     (missing, unreadable, store down) or the listing fails (store down: what was listed before is
     printed), 2 for a malformed command line (a PostgreSQL DSN asyncpg refuses included) and 141
-    when the output's reader left before the end (``| head``), with nothing on stderr. A listed
-    checkpoint that cannot be read is a line with its ``error``, not a failure."""
+    when the output's reader left before the end (``| head``), with nothing on stderr. Ctrl-C
+    ends it as it ends Python, killed by SIGINT (a shell shows 130, and a shell loop running it
+    stops too), but without the traceback through asyncio's machinery, once ``asyncio.run`` has
+    cancelled the reading, which closes the store; given ``argv`` (called from Python, not as
+    the command) the ``KeyboardInterrupt`` is raised to the caller. A listed checkpoint that
+    cannot be read is a line with its ``error``, not a failure."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        if argv is not None:
+            raise
+        if os.name == "posix":
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        return 128 + signal.SIGINT  # where a process cannot be killed by its own SIGINT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.action == "list":

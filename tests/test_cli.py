@@ -8,6 +8,8 @@ import hashlib
 import io
 import json
 import os
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -475,3 +477,25 @@ def test_text_the_outputs_encoding_cannot_write_is_printed_escaped(
         printed = json.loads(text)
         assert status == 0 and printed["checkpoint_id"] == "c-€"
         assert printed["points"][0]["info"] == {"question": "pay 10 € to Zoë?"}
+
+
+def test_ctrl_c_ends_the_command_as_it_ends_python_without_a_traceback() -> None:
+    # A listing waiting on a store that does not answer, ended with Ctrl-C: killed by SIGINT as
+    # before (a shell loop running it stops too), but no KeyboardInterrupt traceback through
+    # asyncio's machinery on stderr.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        silent.settimeout(60)
+        url = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+        command = subprocess.Popen(
+            [sys.executable, "-m", "adk.cli", "checkpoint", "list", "--redis", url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        connection, _ = silent.accept()  # the command waits for the server's answer now
+        with connection:
+            command.send_signal(signal.SIGINT)
+            out, err = command.communicate(timeout=60)
+    assert (command.returncode, out, err) == (-signal.SIGINT, "", "")
