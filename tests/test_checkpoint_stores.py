@@ -1306,6 +1306,32 @@ async def test_postgres_session_ended_while_pooled_is_retried_on_a_fresh_connect
         await store.aclose()
 
 
+async def test_postgres_session_ended_after_a_statement_ran_keeps_its_outcome(
+    postgres_server: PostgresServer, pg_admin: Any
+) -> None:
+    """The server ends the session (a restart, a failover) after the operation's statement ran,
+    before the connection went back to the pool: asyncpg's reset of it on release then fails
+    (InternalClientError, "cannot switch to state 15; another operation (2) is in progress";
+    seen by listing a store while PostgreSQL restarted). That failure came out of the
+    ``async with pool.acquire()`` around the statement, so a put that had committed (or a get
+    that had its row) was reported failed: a pause saved, told "could not save checkpoint"."""
+    table = f"after_{uuid.uuid4().hex[:12]}"
+    async with Proxy(postgres_server.port) as proxy:
+        dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres"
+        store = PostgresCheckpointStore(dsn, table=table, max_size=1)
+        await store.put("run", b"before")
+
+        async def put_then_session_ends(conn: Any) -> str:
+            await conn.execute(store._put_sql, "run", b"after")  # committed
+            await _end_the_pooled_session(proxy, pg_admin)
+            return "written"
+
+        assert await store._call("put", "run", put_then_session_ends) == "written"
+        assert await store.get("run") == b"after"  # on a fresh connection
+        proxy.pass_closes()
+        await store.aclose()
+
+
 async def test_postgres_schema_qualified_table(
     postgres_server: PostgresServer, pg_admin: Any
 ) -> None:

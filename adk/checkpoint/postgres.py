@@ -485,32 +485,41 @@ class PostgresCheckpointStore(_ClosableStore):
 
     async def _once(self, pool: _Pool, run: Callable[[Any], Awaitable[T]]) -> T:
         connections = await pool.ready()
-        async with connections.acquire() as conn:
-            try:
-                while True:
-                    try:
-                        return await run(conn)
-                    except SerializationError:
-                        # A database whose sessions default to REPEATABLE READ or SERIALIZABLE
-                        # refuses a statement whose row another's changed since its snapshot
-                        # (a claim or put meeting another's): each operation is one statement,
-                        # its own transaction (``_put_new``'s is READ COMMITTED, rolled back),
-                        # so it runs again on a snapshot that sees the other's commit, within
-                        # ``timeout``, and decides as READ COMMITTED would.
-                        continue
-            except (asyncio.CancelledError, TimeoutError):
-                # asyncpg would cancel the query gracefully, waiting for a server that may not
-                # answer; closing the socket ends it at once (the server rolls the work back).
-                conn.terminate()
-                raise
-            except InternalClientError as exc:
-                # The server ended this pooled connection's session (a restart, a failover,
-                # pg_terminate_backend) and its notice arrived before the socket's close: asyncpg
-                # is still handling that error and refuses the statement ("cannot switch to
-                # state 11; another operation (2) is in progress"). The connection is of no
-                # further use; like a lost one, the operation is retried once on a fresh one.
-                conn.terminate()
-                raise _Unusable(f"the pooled connection cannot be used: {exc}") from exc
+        conn = await connections.acquire()
+        try:
+            while True:
+                try:
+                    return await run(conn)
+                except SerializationError:
+                    # A database whose sessions default to REPEATABLE READ or SERIALIZABLE
+                    # refuses a statement whose row another's changed since its snapshot
+                    # (a claim or put meeting another's): each operation is one statement,
+                    # its own transaction (``_put_new``'s is READ COMMITTED, rolled back),
+                    # so it runs again on a snapshot that sees the other's commit, within
+                    # ``timeout``, and decides as READ COMMITTED would.
+                    continue
+        except (asyncio.CancelledError, TimeoutError):
+            # asyncpg would cancel the query gracefully, waiting for a server that may not
+            # answer; closing the socket ends it at once (the server rolls the work back).
+            conn.terminate()
+            raise
+        except InternalClientError as exc:
+            # The server ended this pooled connection's session (a restart, a failover,
+            # pg_terminate_backend) and its notice arrived before the socket's close: asyncpg
+            # is still handling that error and refuses the statement ("cannot switch to
+            # state 11; another operation (2) is in progress"). The connection is of no
+            # further use; like a lost one, the operation is retried once on a fresh one.
+            conn.terminate()
+            raise _Unusable(f"the pooled connection cannot be used: {exc}") from exc
+        finally:
+            # Not ``async with connections.acquire()``: the session may end so after the
+            # statement ran, and asyncpg's reset of the connection as it goes back to the pool
+            # then fails the same way ("cannot switch to state 15"), which came out of the
+            # ``async with`` in place of the operation's outcome: a put that had committed was
+            # reported failed. asyncpg drops a connection whose reset failed (the next acquire
+            # makes a new one); the statement's outcome, its result or its error, stands.
+            with contextlib.suppress(*_FAILURES):
+                await connections.release(conn)
 
 
 @dataclass(frozen=True, slots=True)
