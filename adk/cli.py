@@ -133,9 +133,13 @@ async def _list(store: CheckpointStore, args: argparse.Namespace) -> int:
     before a store failure stays useful. The exit status: 0, or ``_READER_GONE`` once the
     output's reader has left (``| head``), where the listing stops and the store is closed."""
     try:
-        async for entry in _listing(store, args.prefix, args.agent, rebuild=False):
-            if not _printed(_to_json(_listed(entry), indent=None)):
-                return _READER_GONE
+        # Closed before the store, also when the listing stops early: its ids are read from it.
+        async with contextlib.aclosing(
+            _listing(store, args.prefix, args.agent, rebuild=False)
+        ) as entries:
+            async for entry in entries:
+                if not _printed(_to_json(_listed(entry), indent=None)):
+                    return _READER_GONE
     finally:
         closer = getattr(store, "aclose", None)
         if closer is not None:
