@@ -9,6 +9,7 @@ import asyncio
 import functools
 import gc
 import hashlib
+import logging
 import os
 import pickle
 import sqlite3
@@ -39,6 +40,7 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
+from adk.checkpoint.postgres import _ReadOnlyPostgresStore
 from adk.checkpoint.sqlite import _open_connection, _use_wal
 from adk.checkpoint.store import (
     _deletes_if,
@@ -1330,6 +1332,31 @@ async def test_postgres_session_ended_after_a_statement_ran_keeps_its_outcome(
         assert await store.get("run") == b"after"  # on a fresh connection
         proxy.pass_closes()
         await store.aclose()
+
+
+async def test_the_read_only_postgres_store_logs_no_connection_floor_to_restore(
+    postgres_server: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``pyadk checkpoint``'s store (read-only) while PostgreSQL restarts: asyncpg's pool, kept
+    at one open connection, made it again in the background once the server ended it, and
+    logged each failed try, "Failed to restore the pool connection floor; retrying" with its
+    traceback, on the command's stderr before its own error. A command that reads a few pages
+    keeps no connection open for later: its next statement connects."""
+    table = f"floor_{uuid.uuid4().hex[:12]}"
+    made = PostgresCheckpointStore(postgres_server.dsn, table=table)
+    await made.put("run", b"data")
+    await made.aclose()
+    async with Proxy(postgres_server.port) as proxy:
+        dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres"
+        store = _ReadOnlyPostgresStore(dsn, table)
+        assert await store.get("run") == b"data"
+        with caplog.at_level(logging.WARNING, logger="asyncpg"):
+            proxy._refusing = True  # the server is restarting: connections end, new ones fail
+            proxy._abort_all()
+            with pytest.raises(CheckpointStoreError):
+                await store.get("run")
+            await store.aclose()
+    assert "connection floor" not in caplog.text
 
 
 async def test_postgres_schema_qualified_table(

@@ -542,7 +542,10 @@ class _Setup:
         read-only store, a pool whose sessions refuse writes, and nothing created."""
         pool = await asyncpg.create_pool(
             self.dsn,
-            min_size=1,
+            # The read-only store (``pyadk checkpoint``) keeps no connection open for later: kept
+            # at one, asyncpg made it again in the background once the server ended it (a
+            # restart), logging each failed try with its traceback on the command's stderr.
+            min_size=0 if self.read_only else 1,
             max_size=self.max_size,
             timeout=self.timeout,
             command_timeout=self.timeout,
