@@ -15,7 +15,7 @@ import bisect
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -264,7 +264,7 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
                 unfound = unfound or {}
                 unfound[call.name] = _Unfound(call.name, str(exc.args[0]))
     if saved is not None:
-        _check_tools_kept(saved, calls, done, allowed, tools.__contains__)
+        _check_tools_kept(saved, calls, done, allowed, tools.__contains__, unfound)
     if unfound:
         tools.update(unfound)
     if event.tools is not None and any(call.name not in tools for call in calls):
@@ -630,12 +630,17 @@ def _check_tools_kept(
     done: dict[int, Message],
     allowed: set[str] | None,
     found: Callable[[str], bool],
+    unfound: Mapping[str, Tool] | None = None,
 ) -> None:
     """Refuse a resume whose paused calls name a tool the agent no longer has (removed or
     renamed since the pause), as ``ReActAgent``'s resume does. Answered as an unknown tool, the
     call's approval was spent on nothing, and a chat's next round then failed on the missing tool
     with the checkpoint kept, after a parallel branch had made its approved call, which the next
-    resume made again. A call the request does not allow is answered as unknown either way."""
+    resume made again. A call the request does not allow is answered as unknown either way.
+
+    ``unfound`` holds the names an MCP server that could not be asked may offer (``_Unfound``):
+    the refusal adds the lookup's words for them, the server and why, since a server down (not
+    ``optional``) is the likely cause, not a deploy that removed the tool."""
     missing = sorted(
         {
             call.name
@@ -646,11 +651,16 @@ def _check_tools_kept(
         }
     )
     if missing:
+        why = "".join(
+            f"; {name}: {tool._reason}"
+            for name in missing
+            if isinstance(tool := (unfound or {}).get(name), _Unfound)
+        )
         raise saved.error(
             f"the paused calls need tools it no longer has: {', '.join(missing)} (removed or "
             "renamed since the pause, or a toolset's not offered now, as an optional MCP "
-            "server's while it cannot be used: the checkpoint is kept, to resume once they "
-            "are back)"
+            "server's while it cannot be used, or a server's that could not be asked: the "
+            f"checkpoint is kept, to resume once they are back){why}"
         )
 
 
