@@ -621,6 +621,24 @@ async def test_a_call_over_http_is_bounded_by_call_timeout_alone(
             process.stop()
 
 
+async def test_calls_waiting_for_a_connection_are_bounded_by_call_timeout_alone(
+    http_process: HTTPServerProcess,
+) -> None:
+    """More calls at once than the HTTP client's pool has connections (100) wait for one. A call
+    that waited longer than the server's ``timeout`` (``HTTPServer(timeout=...)``, for connecting
+    and each exchange) failed with httpx's ``PoolTimeout``, which ended the whole session: every
+    call on it, those the server was running included, read 'the connection ... was lost', and
+    their results were lost with it (a keyed pipeline of 128 records at once over a tool slower
+    than 30 s, the default). A call's time, waiting for a connection too, is ``call_timeout``'s
+    to bound, as its answer's is (above)."""
+    async with MCPToolset(HTTPServer(http_process.url, timeout=1.0), call_timeout=2.5) as toolset:
+        results = await asyncio.gather(*(call(toolset, "hang") for _ in range(110)))
+        said = {result.content for result in results}
+        assert said == {"Error: tool 'hang' timed out after 2.5s and was cancelled"}
+        assert (await call(toolset, "add", {"a": 2, "b": 3})).content == "5"
+        assert toolset._session.connections_opened == 1
+
+
 async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
     url = http_process.url
     async with MCPToolset(HTTPServer(url), tool_filter=["add", "pid"], prefix="demo") as toolset:
