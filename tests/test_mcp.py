@@ -631,10 +631,10 @@ async def test_calls_waiting_for_a_connection_are_bounded_by_call_timeout_alone(
     their results were lost with it (a keyed pipeline of 128 records at once over a tool slower
     than 30 s, the default). A call's time, waiting for a connection too, is ``call_timeout``'s
     to bound, as its answer's is (above)."""
-    async with MCPToolset(HTTPServer(http_process.url, timeout=1.0), call_timeout=2.5) as toolset:
+    async with MCPToolset(HTTPServer(http_process.url, timeout=0.5), call_timeout=1.5) as toolset:
         results = await asyncio.gather(*(call(toolset, "hang") for _ in range(110)))
         said = {result.content for result in results}
-        assert said == {"Error: tool 'hang' timed out after 2.5s and was cancelled"}
+        assert said == {"Error: tool 'hang' timed out after 1.5s and was cancelled"}
         assert (await call(toolset, "add", {"a": 2, "b": 3})).content == "5"
         assert toolset._session.connections_opened == 1
 

@@ -268,8 +268,12 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
     It also waits for the answer to a POST (a request to the server: a tool call's answer comes
     when the tool is done) without a read timeout: the client's read timeout, long for the sake of
     the idle event stream, cut off every call that took longer, as a lost connection, whatever the
-    toolset's ``call_timeout`` (which bounds calls and listings) said. Connecting, sending and
-    other requests (the event streams, closing the session) keep their timeouts."""
+    toolset's ``call_timeout`` (which bounds calls and listings) said. Likewise for a connection
+    of the pool (100) to send it on: with every one busy with a call, a POST waited at most the
+    server's ``timeout`` for one, and its ``PoolTimeout`` ended the ``mcp`` client's writer, so
+    the session and every call on it, those the server was running included, were lost.
+    Connecting, sending and other requests (the event streams, closing the session) keep their
+    timeouts."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
@@ -278,7 +282,7 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
         if request.method == "POST" and not _is_listen(request):
             timeouts = request.extensions.get("timeout")
             if isinstance(timeouts, dict):
-                request.extensions["timeout"] = {**timeouts, "read": None}
+                request.extensions["timeout"] = {**timeouts, "read": None, "pool": None}
         delivery = _current_delivery.get()
         if delivery is None:
             return await self._inner.handle_async_request(request)
@@ -568,8 +572,10 @@ def _check_not_a_command_line(command: str) -> None:
 class HTTPServer(_URLServer):
     """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``).
 
-    ``timeout`` bounds connecting and each HTTP exchange; ``headers`` are sent with every request
-    (authentication, for instance) and must be valid HTTP (checked here, the value never shown).
+    ``timeout`` bounds connecting and each HTTP exchange but a call's wait for its answer, and
+    for a free connection to send it on, which its ``call_timeout`` bounds; ``headers`` are sent
+    with every request (authentication, for instance) and must be valid HTTP (checked here, the
+    value never shown).
     The URL is shown with its user info and query values masked. Requests go through the proxy
     the environment names (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), read as
     each connection opens (``_http_client``).
