@@ -51,7 +51,7 @@ from adk.actions import (
 )
 from adk.checkpoint import CheckpointStore, InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
-from adk.mcp import HTTPServer, MCPToolset, StdioServer
+from adk.mcp import HTTPServer, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
 from tests.conftest import other_tasks
 
@@ -1035,61 +1035,6 @@ async def test_a_tool_request_to_a_server_that_could_not_start_answers_why(own: 
     assert text.startswith("Error: tool 'device_info' could not be found: ")
     assert "MCP servers that could not be asked: devices: could not connect" in text
     assert "available tools" not in text
-
-
-async def test_an_approved_call_resumed_while_its_mcp_server_is_down_says_the_server_is_down(
-    tmp_path: Path,
-) -> None:
-    """An action's call of an MCP server's tool paused for approval while the server was up,
-    resumed while the server cannot be started (not ``optional``): the resume is refused before
-    anything runs, the checkpoint kept. The refusal said only that the agent 'no longer has'
-    the tool ('removed or renamed since the pause, or ... an optional MCP server's'), which a
-    pipeline's operator reads as a deploy that dropped it, where the lookup had said which
-    server could not be asked and why; it says so now, and the resume runs once it is back."""
-    refuse = tmp_path / "refuse"
-    store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
-
-    def runner() -> Runner:
-        resources = Resources()
-        server = StdioServer(
-            sys.executable, [str(STDIO_SCRIPT)], env={"DEMO_REFUSE_START_FILE": str(refuse)}
-        )
-        resources.add_mcp(
-            "devices", MCPToolset(server, tool_filter=["add"], require_approval=["add"])
-        )
-        return Runner(Adder("adder"), resources=resources, checkpoint_store=store)
-
-    async with store:
-        async with runner() as first:
-            paused = await first.invoke("go")
-        assert paused.checkpoint_id is not None
-        refuse.touch()  # the server cannot be started now
-        async with runner() as second:
-            with pytest.raises(RunError) as refused:
-                await second.invoke_resume(paused.checkpoint_id, {"approved": True})
-            assert [p.checkpoint_id async for p in second.pending()] == [paused.checkpoint_id]
-        said = str(refused.value)
-        assert "the paused calls need tools it no longer has: add" in said
-        assert "add: no tool named 'add'; MCP servers that could not be asked: devices: " in said
-        assert "could not connect" in said
-        refuse.unlink()
-        async with runner() as third:
-            done = await third.invoke_resume(paused.checkpoint_id, {"approved": True})
-    assert done.output == ["5", None]
-
-
-class Adder(ActionAgent):
-    """Calls the demo server's ``add`` with a request of its own, outputs the response."""
-
-    @action(InputEvent)
-    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        call = tool_call("add", {"a": 2, "b": 3}, "c1")
-        ctx.send_event(ToolRequestEvent(tool_calls=[call], tools=["add"]))
-
-    @action(ToolResponseEvent)
-    def answer(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
-        [response] = event.responses
-        ctx.send_event(OutputEvent(output=[response.content, response.metadata.get("is_error")]))
 
 
 class Guesses(ActionAgent):

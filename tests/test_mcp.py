@@ -59,6 +59,15 @@ from adk import (
     run_messages,
     tool,
 )
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    InputEvent,
+    OutputEvent,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    action,
+)
 from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import HTTPServer, MCPConnectionError, MCPToolset, SSEServer, StdioServer
@@ -2024,6 +2033,56 @@ async def test_an_approved_call_of_an_optional_server_down_at_the_resume_waits_f
     assert done.text == "ok"
     (result,) = [m for m in model.requests[-1].messages if m.role == Role.TOOL]
     assert (result.tool_call_id, result.content) == ("c1", "5")
+
+
+class Adder(ActionAgent):
+    """Calls the demo server's ``add`` with a request of its own (no model), outputs the
+    response."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        call = tool_call("add", {"a": 2, "b": 3}, "c1")
+        ctx.send_event(ToolRequestEvent(tool_calls=[call], tools=["add"]))
+
+    @action(ToolResponseEvent)
+    def answer(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+        [response] = event.responses
+        ctx.send_event(OutputEvent(output=[response.content, response.metadata.get("is_error")]))
+
+
+async def test_an_approved_call_resumed_while_its_mcp_server_is_down_says_the_server_is_down(
+    tmp_path: Path, http_process: HTTPServerProcess
+) -> None:
+    """An action's call of an MCP server's tool paused for approval while the server was up,
+    resumed while nothing answers at its URL (not ``optional``): the resume is refused before
+    anything runs, the checkpoint kept. The refusal said only that the agent 'no longer has'
+    the tool ('removed or renamed since the pause, or ... an optional MCP server's'), which a
+    pipeline's operator reads as a deploy that dropped it, where the lookup had said which
+    server could not be asked and why; it says so now, and the resume runs once it is back."""
+    store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
+
+    def runner(url: str) -> Runner:
+        resources = Resources()
+        toolset = MCPToolset(HTTPServer(url), tool_filter=["add"], require_approval=["add"])
+        resources.add_mcp("devices", toolset)
+        return Runner(Adder("adder"), resources=resources, checkpoint_store=store)
+
+    down = f"http://127.0.0.1:{closed_port()}/mcp"  # the server, while it is down
+    async with store:
+        async with runner(http_process.url) as first:
+            paused = await first.invoke("go")
+        assert paused.checkpoint_id is not None
+        async with runner(down) as second:
+            with pytest.raises(RunError) as refused:
+                await second.invoke_resume(paused.checkpoint_id, {"approved": True})
+            assert [p.checkpoint_id async for p in second.pending()] == [paused.checkpoint_id]
+        said = str(refused.value)
+        assert "the paused calls need tools it no longer has: add" in said
+        assert "add: no tool named 'add'; MCP servers that could not be asked: devices: " in said
+        assert "could not connect" in said
+        async with runner(http_process.url) as third:
+            done = await third.invoke_resume(paused.checkpoint_id, {"approved": True})
+    assert done.output == ["5", None]
 
 
 async def test_a_server_that_never_answers_its_handshake_is_a_handshake_failure(
