@@ -52,17 +52,25 @@ class ErrorInfo:
     and wraps what did, the type name of the exception it wraps; ``None`` for any other. An
     ``ActionAgent``'s action that raised fails its run with an ``ActionError`` naming the action
     (``type``), and ``cause`` is what the action raised (``ValueError``, ``ModelError``): what an
-    operator groups a pipeline's failed records by, without parsing the message."""
+    operator groups a pipeline's failed records by, without parsing the message.
+
+    ``reason`` (an extension to DESIGN.md): for a ``CheckpointError`` (or an error whose
+    ``cause`` is one), its ``reason``, one word of a fixed set (``"busy"``, ``"corrupt"``, ...:
+    docs/interrupts.md, "Why a resume was refused"); ``None`` for any other error. A service
+    reading events or a pipeline's outputs answers a busy checkpoint apart from a broken one
+    without the exception or the message."""
 
     type: str
     message: str
     cause: str | None = None
+    reason: str | None = None
 
     @classmethod
     def of(cls, exc: BaseException) -> ErrorInfo:
         """The type name and message of ``exc``; an empty message becomes the type name, so
         ``message`` is never empty. ``cause`` for an exception whose class wraps another's
-        (``_names_cause``, ``adk.actions.ActionError``'s) and that was raised from one."""
+        (``_names_cause``, ``adk.actions.ActionError``'s) and that was raised from one;
+        ``reason`` for a ``CheckpointError``, or one such a wrapper was raised from."""
         name = _type_name(exc)
         wrapped = exc.__cause__ if getattr(exc, "_names_cause", False) else None
         # Through wrappers of wrappers (an action's failure inside an action's nested run): the
@@ -75,7 +83,9 @@ class ErrorInfo:
                 break
             wrapped = wrapped.__cause__
         cause = _type_name(wrapped) if wrapped is not None else None
-        return cls(type=name, message=str(exc) or name, cause=cause)
+        refused = wrapped if wrapped is not None else exc
+        reason = refused.reason if isinstance(refused, adk.CheckpointError) else None
+        return cls(type=name, message=str(exc) or name, cause=cause, reason=reason)
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}"
@@ -334,6 +344,8 @@ class AgentEvent:
             data["error"] = {"type": self.error.type, "message": self.error.message}
             if self.error.cause is not None:  # only then: a reader before it reads the rest
                 data["error"]["cause"] = self.error.cause
+            if self.error.reason is not None:  # a CheckpointError's only, as ``cause``
+                data["error"]["reason"] = self.error.reason
         return data
 
     @classmethod
@@ -357,7 +369,7 @@ class AgentEvent:
         if "action" in fields:
             event.action = _action_from(fields["action"])
         if "error" in fields:
-            error = adk._event_json.checked(fields["error"], "error", {"type", "message", "cause"})
+            error = adk._event_json.checked(fields["error"], "error", _ERROR_KEYS)
             kind, text, cause = error.get("type"), error.get("message"), error.get("cause")
             if not (isinstance(kind, str) and isinstance(text, str)):
                 raise ValueError("event error: type and message must be strings")
@@ -365,10 +377,18 @@ class AgentEvent:
                 raise ValueError(
                     f"event error: cause must be a string or absent, got {shown(cause)}"
                 )
-            event.error = ErrorInfo(kind, text, cause)
+            # Any word, not only this pyadk's: a newer one's reason is read, not refused.
+            reason = error.get("reason")
+            if reason is not None and not (isinstance(reason, str) and reason):
+                raise ValueError(
+                    "event error: reason must be a word (a CheckpointError's reason) or absent, "
+                    f"got {shown(reason)}"
+                )
+            event.error = ErrorInfo(kind, text, cause, reason)
         return event
 
 
+_ERROR_KEYS = {"type", "message", "cause", "reason"}
 _OUTPUT_KEYS = {"message", "streamed", "shown_only", "custom", "custom_type", "role", "tool_name"}
 _ACTION_KEYS = {"exit", "transfer_to", "break_loop", "interrupted", "custom", "custom_type"}
 

@@ -1156,7 +1156,10 @@ class Runner(AsyncCloseable):
                 # to save, not the cancellation of the run's reader, which nobody cancelled.
             reason = str(exc) or type(exc).__name__
             error = ErrorInfo(
-                "CheckpointError", f"could not save checkpoint {checkpoint_id!r}: {reason}"
+                "CheckpointError",
+                f"could not save checkpoint {checkpoint_id!r}: {reason}",
+                # The refusal's word (``"unstorable"``); none for a store that failed to write.
+                reason=exc.reason if isinstance(exc, CheckpointError) else None,
             )
             return AgentEvent(event.agent_name, event.run_path, error=error, exception=exc)
         assert event.action is not None and event.action.interrupted is not None

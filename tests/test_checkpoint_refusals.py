@@ -478,3 +478,57 @@ async def test_a_checkpoint_over_this_pyadks_limits_is_incompatible_not_corrupt(
     assert refused.reason == "incompatible", refused
     assert limit in str(refused) or "nested deeper" in str(refused)
     assert (await runner.invoke_resume(result.checkpoint_id, True)).text == "Paid."
+
+
+async def test_a_refusals_reason_is_in_its_events_error_and_json(
+    store: SQLiteCheckpointStore,
+) -> None:
+    """A service reading events (a relay, a queue of NDJSON) tells a busy checkpoint from a
+    broken one by ``error.reason``, as one holding the exception reads ``exception.reason``:
+    the reason was lost where the failure became data (``ErrorInfo``, ``to_dict``)."""
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    paused = await _paused(runner)
+
+    @adk.tool
+    def refund(payee: str) -> str:
+        """Refund someone."""
+        return f"refunded {payee}"
+
+    redeployed = Runner(_clerk(_paying_model(), refund), checkpoint_store=store)  # pay removed
+    [refused] = [event async for event in redeployed.resume(paused, True)]
+    assert refused.error is not None and refused.error.type == "CheckpointError"
+    assert refused.error.reason == "incompatible"
+    data = refused.to_dict()
+    assert data["error"]["reason"] == "incompatible" and "cause" not in data["error"]
+    back = AgentEvent.from_dict(json.loads(json.dumps(data)))
+    assert back.error == refused.error and back.to_dict() == data
+    new_run = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    [taken] = [event async for event in new_run.run("pay eve", checkpoint_id=paused)]
+    assert taken.error is not None and taken.error.reason == "id_taken"
+    assert taken.to_dict()["error"]["reason"] == "id_taken"
+
+    # The pause that could not be saved: its error names the reason of what refused it.
+    unsaved = Runner(_AsksWithAnObject("asks"), checkpoint_store=store)
+    [failed] = [event async for event in unsaved.run("go", checkpoint_id="conv-2")]
+    assert failed.error is not None and failed.error.type == "CheckpointError"
+    assert failed.error.reason == "unstorable"
+
+    # An error that is no CheckpointError has no reason, and its JSON no key (an older reader
+    # reads it as before).
+    plain = AgentEvent.from_error(ValueError("bad"))
+    assert plain.error is not None and plain.error.reason is None
+    assert plain.to_dict()["error"] == {"type": "ValueError", "message": "bad"}
+
+
+@pytest.mark.parametrize(
+    ("reason", "problem"),
+    [
+        (7, r"reason must be a word \(a CheckpointError's reason\) or absent, got int 7"),
+        ("", r"reason must be a word \(a CheckpointError's reason\) or absent, got str ''"),
+    ],
+)
+def test_an_events_error_reason_read_from_json_is_a_word(reason: Any, problem: str) -> None:
+    error = {"type": "CheckpointError", "message": "refused", "reason": reason}
+    data = {"agent_name": "a", "run_path": ["a"], "error": error}
+    with pytest.raises(ValueError, match=f"^event error: {problem}"):
+        AgentEvent.from_dict(data)

@@ -1407,3 +1407,12 @@ def test_a_function_apply_cannot_ship_is_named_even_when_its_repr_fails() -> Non
     with pytest.raises(TypeError, match="cannot ship the function") as refused, _shipping(source):
         cloudpickle.dumps(source)
     assert "_BuildsWithALock" in str(refused.value)
+
+
+def test_a_raised_records_refusal_reason_reaches_the_job_as_a_local_one_has_it() -> None:
+    """A record whose resume was refused (its checkpoint resumed already, ``"not_found"``)
+    fails a raising job with the ``RecordError`` a local run raises: its ``reason`` too."""
+    refused = ErrorInfo("CheckpointNotFoundError", "gone", reason="not_found")
+    with pytest.raises(RecordError) as raised:
+        _raise_failures(_failure_text(RecordError(0, "ann", None, refused, "r-1")))
+    assert raised.value.error == refused

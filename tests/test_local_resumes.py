@@ -264,3 +264,21 @@ async def test_a_failing_source_of_resumes_fails_the_stream_and_closing_stops_it
             assert output.output == 5
             break
     assert stopped.is_set()
+
+
+async def test_a_refused_resumes_reason_is_in_its_outputs_error_and_dict(tmp_path: Path) -> None:
+    """A consumer of a pipeline's outputs (a Flink job's JSON) tells a resume already given
+    (``"not_found"``) from a busy or broken checkpoint by ``error.reason``, not its message;
+    under ``on_error="raise"`` the ``RecordError``'s ``error`` has it too."""
+    env = _env(tmp_path, on_error="emit")
+    first = env.from_list([{"user": "ann", "amount": 500}], key="user").apply(LEDGER)
+    [paused] = await first.to_list()
+    await first.resume(paused, "approved")
+    again = env.from_list([], key="user").apply(LEDGER, resumes=[_answer(paused)])
+    [failed] = await again.to_list()
+    assert failed.error is not None and failed.error.reason == "not_found"
+    assert failed.to_dict()["error"]["reason"] == "not_found"
+    raising = _env(tmp_path).from_list([], key="user").apply(LEDGER, resumes=[_answer(paused)])
+    with pytest.raises(RecordError) as raised:
+        await raising.to_list()
+    assert raised.value.error.reason == "not_found"

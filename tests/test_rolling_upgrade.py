@@ -9,8 +9,9 @@ each pause, resumes it as the older one did, and reads the older events as they 
 
 The other direction (this pyadk's pauses and events read by the older one) was checked by hand
 with that commit's code (docs/interrupts.md, "Upgrading pyadk while runs are paused"): its
-pauses resume there as here, and an error event naming a ``cause`` is refused by its
-``AgentEvent.from_dict`` (docs/agents.md, "Events as JSON")."""
+pauses resume there as here, and an error event naming a ``cause`` (or a refused resume's
+``reason``, added since) is refused by its ``AgentEvent.from_dict`` (docs/agents.md, "Events as
+JSON")."""
 
 from __future__ import annotations
 

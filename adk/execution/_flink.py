@@ -922,6 +922,7 @@ def _failure_text(exc: Exception) -> str:
                 "type": exc.error.type,
                 "message": exc.error.message,
                 "cause": exc.error.cause,  # what an action raised, as a local RecordError has
+                "reason": exc.error.reason,  # a refused resume's, as a local RecordError has
             },
             "run_id": exc.run_id,
             "usage": None if exc.usage is None else exc.usage.model_dump(),
@@ -940,7 +941,7 @@ def _raise_failures(text: str) -> str:
         raise RuntimeError(f"the agent's operator failed: {failure['type']}: {failure['message']}")
     key = record["key"]
     found = record["error"]
-    error = ErrorInfo(found["type"], found["message"], found.get("cause"))
+    error = ErrorInfo(found["type"], found["message"], found.get("cause"), found.get("reason"))
     usage = None if record["usage"] is None else Usage.model_validate(record["usage"])
     raise RecordError(
         record["index"],

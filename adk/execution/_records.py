@@ -110,8 +110,8 @@ class KeyedOutput:
     def to_dict(self) -> dict[str, Any]:
         """This output as the JSON data a Flink job emits for it (``FlinkExecutionEnvironment``'s
         outputs are this dict's JSON text): ``key``, ``output`` (custom data as JSON, a model by
-        alias, a message's text), ``error`` (``{"type", "message"}``, and ``"cause"`` when it
-        has one, or None), ``interrupt`` (the ``InterruptInfo``'s JSON or None), ``checkpoint_id``, ``run_id``, ``resumed``, ``usage``
+        alias, a message's text), ``error`` (``{"type", "message"}``, and ``"cause"`` or
+        ``"reason"`` when it has one, or None), ``interrupt`` (the ``InterruptInfo``'s JSON or None), ``checkpoint_id``, ``run_id``, ``resumed``, ``usage``
         (``Usage``'s fields, or None; a consumer reading a dict of an older pyadk without it
         reads it as None); so a
         consumer reads a local run's outputs and a Flink job's alike (and a paused one, with
@@ -446,11 +446,13 @@ async def _within(
 
 
 def _error_json(error: ErrorInfo) -> dict[str, str]:
-    """A failed output's error as its JSON gives it: ``cause`` only when there is one, so a
-    consumer of an older pyadk's outputs reads what it read."""
+    """A failed output's error as its JSON gives it: ``cause`` and ``reason`` only when there is
+    one, so a consumer of an older pyadk's outputs reads what it read."""
     found = {"type": error.type, "message": error.message}
     if error.cause is not None:
         found["cause"] = error.cause
+    if error.reason is not None:  # a CheckpointError's (a resume refused), as ``cause``
+        found["reason"] = error.reason
     return found
 
 
