@@ -172,7 +172,8 @@ def _printed(text: str) -> bool:
 
 def _listed(entry: PendingCheckpoint) -> dict[str, Any]:
     if entry.error is not None:
-        return {"checkpoint_id": entry.checkpoint_id, "error": str(entry.error)}
+        error = entry.error
+        return {"checkpoint_id": entry.checkpoint_id, "error": str(error), "reason": error.reason}
     return {
         "checkpoint_id": entry.checkpoint_id,
         "agent": entry.agent,

@@ -223,6 +223,7 @@ async def test_list_prints_each_paused_run_as_a_json_line(tmp_path: Path) -> Non
     assert by_id["shop-1/c"] == {
         "checkpoint_id": "shop-1/c",
         "error": "checkpoint 'shop-1/c' is not a pyadk checkpoint or is corrupt (unreadable header)",
+        "reason": "corrupt",  # an operator's script sorts the unreadable without the message
     }
 
     done = _pyadk("checkpoint", "list", "--sqlite", str(path), "--prefix", "shop-1/")
