@@ -150,8 +150,9 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Mes
     ``system`` is the system prompt to start it with, rendered now from the agent's current
     instruction: it replaces the one earlier versions saved. Reads the current state, the one
     that saved the system prompt in ``head``, and the one that held the whole conversation as
-    ``messages`` (checkpoints written before the history stopped being repeated). A state that is
-    malformed or does not fit the checkpoint's history is a ``CheckpointError``.
+    ``messages`` (checkpoints written before the history stopped being repeated). A state of
+    another shape or that does not fit the checkpoint's history is a ``CheckpointError``
+    (``"incompatible"``).
     """
     try:
         held_base = 0  # where the conversation ``held_at`` counts from begins, past a saved prompt
@@ -190,7 +191,9 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Mes
         ) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(
-            f"agent '{agent}': the checkpoint's ReAct state is malformed: {exc!r}",
+            # Whole (its checksum matched): a state of another shape, not broken bytes.
+            f"agent '{agent}': the checkpoint holds a ReAct state this pyadk's ReActAgent does "
+            f"not read (another release's, or another agent's under its name): {exc!r}",
             reason="incompatible",
         ) from None
 

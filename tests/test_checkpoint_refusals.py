@@ -532,3 +532,48 @@ def test_an_events_error_reason_read_from_json_is_a_word(reason: Any, problem: s
     data = {"agent_name": "a", "run_path": ["a"], "error": error}
     with pytest.raises(ValueError, match=f"^event error: {problem}"):
         AgentEvent.from_dict(data)
+
+
+@pytest.mark.parametrize("limit", ["MAX_PART_BYTES", "MAX_DEPTH", "parser"])
+async def test_a_checkpoint_over_this_pyadks_limits_is_not_called_malformed(
+    store: SQLiteCheckpointStore, monkeypatch: pytest.MonkeyPatch, limit: str
+) -> None:
+    """The words match the reason: a checkpoint saved under a bigger limit is whole
+    (``"incompatible"``, a pyadk of that limit reads it), where "malformed" told an operator
+    reading the message that its bytes were broken (what ``"corrupt"`` says)."""
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    image = adk.ImagePart(mime_type="image/png", data=b"\x89PNG" + bytes(12))
+    result = await runner.invoke(
+        [adk.Message.user("pay bob", parts=[image])], session={"deep": "nested-here"}
+    )
+    assert result.checkpoint_id is not None
+    if limit == "parser":  # past what this process's JSON parser reaches
+        data = await store.get(result.checkpoint_id)
+        assert data is not None
+        line, _, body = data.partition(b"\n")
+        header = json.loads(line)
+        payload = body.replace(b'"nested-here"', b"[" * 200_000 + b"]" * 200_000)
+        header["sha256"] = hashlib.sha256(payload).hexdigest()
+        await store.put(result.checkpoint_id, json.dumps(header).encode() + b"\n" + payload)
+        refused = await _refusal(runner, result.checkpoint_id)
+    else:
+        with monkeypatch.context() as patched:
+            patched.setattr(adk.checkpoint.codec, limit, {"MAX_PART_BYTES": 15}.get(limit, 1))
+            refused = await _refusal(runner, result.checkpoint_id)
+    text = str(refused)
+    assert refused.reason == "incompatible" and "malformed" not in text, text
+    assert "saved under a bigger limit, which a pyadk of that limit reads" in text, text
+
+
+async def test_a_react_state_of_another_shape_is_not_called_malformed(
+    store: SQLiteCheckpointStore,
+) -> None:
+    """A ReAct state this ``ReActAgent`` does not read (another release's, as pyadk of 26 Nov
+    read a later one's), its checksum whole: ``"incompatible"``, said so, not "malformed"."""
+    runner = Runner(_clerk(_paying_model()), checkpoint_store=store)
+    paused = await _paused(runner)
+    async with rewrite_checkpoint(store, paused) as body:
+        del body["states"]["agent:clerk"][""]["tail"]
+    refused = await _refusal(runner, paused)
+    assert refused.reason == "incompatible" and "malformed" not in str(refused), refused
+    assert "ReAct state this pyadk's ReActAgent does not read" in str(refused), refused

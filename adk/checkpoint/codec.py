@@ -1005,12 +1005,20 @@ def from_json_value(value: Any) -> Any:
     return _rebuild(value, 0)
 
 
+_BIGGER = "saved under a bigger limit, which a pyadk of that limit reads"
+"""Why a checkpoint over this pyadk's limits is ``"incompatible"``, not malformed: its words."""
+
+
+def _over_depth() -> str:
+    return f"{MAX_DEPTH} levels, this pyadk's MAX_DEPTH: {_BIGGER}"
+
+
 def _too_deep() -> CheckpointError:
     """The refusal of values nested deeper than ``MAX_DEPTH``: ``"incompatible"``, not corrupt,
     as one saved under a bigger limit (another release's, a deployment that set it) is resumed
     by a pyadk of that limit, where a service answering ``"corrupt"`` would free its session."""
     return CheckpointError(
-        f"is malformed: values nested deeper than {MAX_DEPTH} levels", reason="incompatible"
+        f"holds values nested deeper than {_over_depth()}", reason="incompatible"
     )
 
 
@@ -1095,9 +1103,9 @@ def _check_parts(parts: Any) -> None:
             kind = part.get("type")
             size = len(data) // 4 * 3 - data[-2:].count("=")  # what it decodes to, if base64
             raise CheckpointError(
-                f"is malformed: part {index} of a message "
+                f"holds a part over this pyadk's limit: part {index} of a message "
                 f"({kind if isinstance(kind, str) else 'part'}) holds {size} bytes, over "
-                f"MAX_PART_BYTES ({MAX_PART_BYTES}) a checkpoint holds",
+                f"MAX_PART_BYTES ({MAX_PART_BYTES}) a checkpoint holds: {_BIGGER}",
                 # Not corrupt: a pyadk of the bigger limit it was saved under resumes it.
                 reason="incompatible",
             )
@@ -1304,9 +1312,7 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
     except RecursionError as exc:  # nested far deeper than MAX_DEPTH: the parser gave up first
         # Incompatible, as past MAX_DEPTH is (``_too_deep``): a pyadk of a bigger limit (and the
         # recursion limit it needs) wrote and resumes it.
-        raise fail(
-            f"is malformed: values nested deeper than {MAX_DEPTH} levels", "incompatible"
-        ) from exc
+        raise fail(f"holds values nested deeper than {_over_depth()}", "incompatible") from exc
     except ValueError as exc:
         raise fail(f"is corrupt: {exc}") from exc
     if not isinstance(body, dict):
