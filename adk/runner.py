@@ -334,7 +334,7 @@ def _to_messages(value: RunInput) -> list[Message]:
         if isinstance(value, Message):
             return [value]
         if not isinstance(value, Iterable) or isinstance(value, Mapping):
-            what = _input_item(value) if isinstance(value, Mapping) else type(value).__name__
+            what = _input_item(value) if isinstance(value, Mapping) else _not_input(value)
             raise TypeError(f"run input must be a str, a Message or a list of Messages, got {what}")
     messages = list(value)
     calls = False
@@ -370,6 +370,39 @@ def _check_calls_answered(messages: list[Message]) -> None:
     refused = _tool_turns.refusal(messages, "run input", _tool_turns.RUN_ADVICE)
     if refused is not None:
         raise ValueError(refused)
+
+
+def _not_input(value: object) -> str:
+    """What a run input that is no message is, for the refusal: an agent or an agent class (the
+    OpenAI Agents SDK's ``Runner.run(agent, input)`` carried over to a runner's ``run``) is
+    told where it goes."""
+    if isinstance(value, type):
+        return f"the class {value.__name__} (the agent goes to Runner(agent), made of the class)"
+    name = getattr(value, "name", None)
+    if isinstance(name, str) and callable(getattr(value, "run", None)):
+        return (
+            f"the agent {type(value).__name__} {name!r} (it goes to Runner(agent), and the "
+            "user's input to its run or invoke)"
+        )
+    return type(value).__name__
+
+
+def _not_a_runner(method: str, given: object) -> TypeError:
+    """The refusal of ``Runner.run(agent, input)`` (or ``invoke``) called on the class with the
+    agent where the runner goes, as the OpenAI Agents SDK calls its ``Runner.run``: it failed on
+    the agent's missing attributes (``'Echo' object has no attribute '_new_run'``)."""
+    if isinstance(given, type):
+        what = f"the class {given.__name__} (make the agent first, an instance of it)"
+    else:
+        name = getattr(given, "name", None)
+        what = f"{type(given).__name__} {name!r}" if isinstance(name, str) else shown(given)
+        if callable(getattr(given, "run", None)):
+            what = f"the agent {what}"
+    return TypeError(
+        f"Runner.{method} is called on a Runner: adk.Runner(agent).run(input) for its events, "
+        "await adk.Runner(agent).invoke(input) for its result (the OpenAI Agents SDK's "
+        f"Runner.run(agent, input)); got {what} where the runner goes"
+    )
 
 
 def _input_item(item: object) -> str:
@@ -577,7 +610,12 @@ class Runner(AsyncCloseable):
             _check_run_options(session, checkpoint_id)
         # Without a session the run makes its own when one is first read (``_RunState.session``).
         values = session if session is None or isinstance(session, Session) else Session(session)
-        run = self._new_run(messages, values, run_id)
+        try:
+            run = self._new_run(messages, values, run_id)
+        except AttributeError:
+            if not isinstance(self, Runner):  # Runner.run(agent, input): nothing paid per run
+                raise _not_a_runner("run", self) from None
+            raise
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
             if agent_options is not None:
@@ -649,7 +687,13 @@ class Runner(AsyncCloseable):
         # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
         # (what ``_to_messages`` does with an exact ``str``: ``Message.user``'s own fast path).
         messages = [_built(_USER, input)] if type(input) is str else _to_messages(input)
-        if self._late_global and _OTEL in _MODULES:
+        try:
+            late_global = self._late_global
+        except AttributeError:
+            if not isinstance(self, Runner):  # Runner.invoke(agent, input): nothing paid per run
+                raise _not_a_runner("invoke", self) from None
+            raise
+        if late_global and _OTEL in _MODULES:
             self._set_since()
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         if options is not None or agent_options is not None:  # checked here, before any work

@@ -8,11 +8,13 @@ became the tool's error result, which the model read while the run went on, and 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+import adk
 from adk import Callbacks, RunContext, RunError, Runner, Session, ToolContext
 from adk.callbacks import ModelRequest
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -208,6 +210,32 @@ def test_the_openai_agents_sdks_runner_methods_name_what_they_are_here() -> None
         "Runner.run_sync is asyncio.run(Runner(agent).invoke(input)) here"
     )
     assert not hasattr(runner, "run_sync") and not hasattr(Runner, "run_streamed")
+
+
+class _Echo(adk.BaseAgent):
+    async def run(self, input: adk.AgentInput, ctx: RunContext) -> AsyncIterator[adk.AgentEvent]:
+        yield adk.AgentEvent(output=adk.AgentOutput(message=adk.Message.assistant("hi")))
+
+
+async def test_runner_run_called_on_the_class_with_an_agent_says_what_to_give() -> None:
+    # The OpenAI Agents SDK's Runner.run(agent, input), on the class, failed on the agent's
+    # missing attributes ("'_Echo' object has no attribute '_new_run'", "type object '_Echo'
+    # has no attribute '_late_global'" for the class itself), naming neither Runner nor what to
+    # give; an agent class given to a runner's run as its input read "got type".
+    fix = r"adk\.Runner\(agent\)\.run\(input\) for its events, await adk\.Runner\(agent\)"
+    with pytest.raises(
+        TypeError,
+        match=rf"^Runner\.run is called on a Runner: {fix}.*got the agent _Echo 'e' where",
+    ):
+        Runner.run(_Echo("e"), "hi")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^Runner\.invoke is called .*got the class _Echo \(make"):
+        await Runner.invoke(_Echo, "hi")  # type: ignore[arg-type]
+    runner = Runner(_Echo("e"))
+    with pytest.raises(TypeError, match=r"got the class _Echo \(the agent goes to Runner\(agent\)"):
+        await runner.invoke(_Echo)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"got the agent _Echo 'e' \(it goes to Runner\(agent\)"):
+        runner.run(_Echo("e"))  # type: ignore[arg-type]
+    assert (await runner.invoke("hi")).text == "hi"
 
 
 def test_a_google_adk_name_assigned_or_deleted_says_what_it_is_here() -> None:
