@@ -13,6 +13,7 @@ import logging
 import os
 import reprlib
 import sys
+import threading
 import weakref
 from collections.abc import (
     AsyncGenerator,
@@ -370,6 +371,13 @@ def _check_calls_answered(messages: list[Message]) -> None:
     refused = _tool_turns.refusal(messages, "run input", _tool_turns.RUN_ADVICE)
     if refused is not None:
         raise ValueError(refused)
+
+
+_ENTERING = threading.Lock()
+"""Taken by a runner's ``async with`` enter and end (and ``aclose``'s letting go), which count
+its blocks and hold its parts: event loops in several threads may share a runner, where two
+enters at once both held its parts and the count and holds went apart. One lock for every
+runner, held for a few reads, so a runner made per request costs no lock of its own."""
 
 
 def _not_input(value: object) -> str:
@@ -1594,13 +1602,16 @@ class Runner(AsyncCloseable):
     async def __aenter__(self) -> Self:
         """Hold open, for the block, what the runner's runs use (``aclose`` says what): another
         runner's end, or the end of an ``async with`` on one of them, leaves it open meanwhile,
-        and this block's end closes what nobody else holds then."""
-        if self._entered == 0 and self._holding is None:
-            parts = self._parts()
-            for part in parts:
-                hold(part)
-            self._holding = parts
-        self._entered += 1
+        and this block's end closes what nobody else holds then. Blocks in event loops of
+        several threads at once (``asyncio.run`` per request in worker threads) are counted
+        as one loop's are (``_ENTERING``)."""
+        with _ENTERING:
+            if self._entered == 0 and self._holding is None:
+                parts = self._parts()
+                for part in parts:
+                    hold(part)
+                self._holding = parts
+            self._entered += 1
         return self
 
     async def __aexit__(
@@ -1610,9 +1621,14 @@ class Runner(AsyncCloseable):
         tb: TracebackType | None,
     ) -> None:
         del exc, tb  # not kept in this frame while it awaits: see _driver.NO_EVENT
-        self._entered -= 1
-        if self._entered == 0:
-            await self.aclose()
+        with _ENTERING:
+            self._entered -= 1
+            if self._entered:
+                return
+            # Let go in the same step as the count reaches 0: an enter of another thread after
+            # it holds the parts afresh, so the close below leaves them to that block.
+            holding, self._holding = self._holding, None
+        await self._close(holding)
 
     def _parts(self) -> list[Any]:
         """What the runner closes: every part of the agent tree that has an ``aclose``, then its
@@ -1636,7 +1652,12 @@ class Runner(AsyncCloseable):
         request over shared ones closes nothing under the others' runs. The runner lets go of
         what it held for its own ``async with`` first. One failing does not keep the others
         open: all are closed, then the first failure is raised (the others are logged)."""
-        holding, self._holding = self._holding, None
+        with _ENTERING:
+            holding, self._holding = self._holding, None
+        await self._close(holding)
+
+    async def _close(self, holding: list[Any] | None) -> None:
+        """``aclose`` once the runner let go of ``holding``, what it held for its blocks."""
         parts = self._parts()
         if holding:
             for part in holding:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from typing import Any
 
 import pytest
@@ -22,7 +23,9 @@ from mcp_servers.process import (
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
 
+import adk.runner
 from adk import RunError, Runner, tool
+from adk._aio import held, release
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.resources import Resources
 from adk.runner import RunResult
@@ -342,3 +345,94 @@ async def test_a_model_of_held_resources_given_to_the_agents_stays_open() -> Non
     async with resources:
         await resources.aclose()
         assert model.closed == 2
+
+
+class _Meeting(_Closing):
+    """A model whose ``aclose`` a runner's enter looks up (``Runner._parts``), the place where two
+    threads' enters of one runner met: the first look waits there until the other thread's enter
+    is there too, or waits its turn to enter (for the lock the enters take, announced by
+    ``_Announcing``), and says which it was."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        super().__init__(replies)
+        self.meeting = threading.Condition()
+        self.looks = 0  # of the enters, while armed
+        self.armed = True
+        self.first_in = threading.Event()
+        self.waiting = threading.Event()  # the other enter waits its turn
+        self.met = False  # both enters were in the place at once
+
+    @property
+    def aclose(self) -> Any:
+        if self.armed:
+            with self.meeting:
+                self.looks += 1
+                if self.looks == 1:
+                    self.first_in.set()
+                    self.meeting.wait_for(lambda: self.looks == 2 or self.waiting.is_set(), 30)
+                else:
+                    self.met = True
+                    self.meeting.notify_all()
+                self.armed = self.looks < 2 and not self.waiting.is_set()
+        return self._close
+
+    async def _close(self) -> None:
+        self.closed += 1
+
+
+class _Announcing:
+    """A lock that announces, on ``waiting``, a taker that must wait for it."""
+
+    def __init__(self, model: _Meeting) -> None:
+        self.lock = threading.Lock()
+        self.model = model
+
+    def __enter__(self) -> None:
+        if not self.lock.acquire(blocking=False):
+            with self.model.meeting:
+                self.model.waiting.set()
+                self.model.meeting.notify_all()
+            self.lock.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.lock.release()
+
+
+async def test_one_runner_entered_from_two_threads_loops_at_once_closes_its_parts_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A service running ``asyncio.run`` per request in worker threads, over one shared runner:
+    two enters at once each found the runner entered by nobody and held its parts, so the
+    count of blocks and the holds went apart: the model was closed by one block's end while
+    the other's enter was under way, or one hold was lost and the last end left it held,
+    never closed (here: both blocks open at once). The enters and ends are counted
+    under a lock now: the second waits its turn, and the model closes once, at the last end."""
+    model = _Meeting(["hi", "hi"])
+    runner = Runner(ReActAgent("a", model))
+    monkeypatch.setattr(adk.runner, "_ENTERING", _Announcing(model), raising=False)
+    failures: list[BaseException] = []
+    both_in = threading.Barrier(2)
+
+    async def request() -> None:
+        async with runner:
+            await asyncio.to_thread(both_in.wait, 30)  # the two blocks open at once
+
+    def worker() -> None:
+        try:
+            asyncio.run(request())
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            failures.append(exc)
+
+    first, second = threading.Thread(target=worker), threading.Thread(target=worker)
+    try:
+        first.start()
+        assert await asyncio.to_thread(model.first_in.wait, 30)  # the first enter is there
+        second.start()
+        await asyncio.to_thread(first.join, 30)
+        await asyncio.to_thread(second.join, 30)
+        assert not first.is_alive() and not second.is_alive() and not failures, failures
+        assert (model.closed, held(model)) == (1, False)  # closed by the last block's end
+        assert not model.met, "both threads' enters held the runner's parts at once"
+    finally:
+        while not release(model):  # a hold lost by a failure must not outlive the test
+            pass
