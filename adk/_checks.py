@@ -7,7 +7,7 @@ checks inline).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -20,8 +20,32 @@ __all__ = [
     "check_flag",
     "check_name",
     "check_resources",
+    "checked_settings",
     "shown",
 ]
+
+SettingCheck = Callable[[Any, Any], Any]
+"""``check(obj, value)``: ``value`` as the attribute keeps it, or the constructor's error."""
+
+
+def checked_settings(checks: Mapping[str, SettingCheck]) -> Callable[[Any, str, Any], None]:
+    """A ``__setattr__`` for a class whose constructor checks some public attributes: assigned
+    later (``agent.max_iterations = "5"``), each is checked as the constructor checks it, by
+    ``checks[name]``, which returns what to keep (a list made a frozenset, say) or raises;
+    other names are set as they are. A ``__setattr__`` rather than properties: a run reads these
+    attributes per model call or per step, and an instance attribute's read stays CPython's
+    specialised one, where a property's would be a call; a write (the constructor's, rarely a
+    run's) pays the call instead. A refused value leaves the attribute as it was."""
+    find = checks.get
+    store = object.__setattr__
+
+    def __setattr__(obj: Any, name: str, value: Any) -> None:
+        check = find(name)
+        if check is not None:
+            value = check(obj, value)
+        store(obj, name, value)
+
+    return __setattr__
 
 
 def check_name(name: object, what: str) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._aio import closing
 from ._authors import Author, authors, check_authors
-from ._checks import check_agent, check_agents, check_count
+from ._checks import check_agent, check_agents, check_count, checked_settings
 from ._driver import NO_EVENT, drive
 from ._turns_left import count_ahead, first_askers, first_calls, turns_limit
 from .agent import Agent, AgentInput
@@ -34,6 +34,15 @@ __all__ = ["FlowAgent", "with_sub_agents"]
 _FLOW_SLOT = "flow"
 
 
+_MAX_DEPTH = 1000
+"""The most enclosing flows ``history_rewriter`` looks through (a bound, not a limit met)."""
+
+
+def _set_max_transfers(flow: FlowAgent, value: Any) -> Any:
+    check_count(value, f"FlowAgent {flow.name!r}: max_transfers")
+    return value
+
+
 class FlowAgent:
     """An agent with sub-agents (and maybe a parent) it can transfer to. Build with
     ``with_sub_agents``.
@@ -43,6 +52,9 @@ class FlowAgent:
     """
 
     max_transfers: int = 100
+    # ``max_transfers`` assigned after the flow is made is checked as ``with_sub_agents``
+    # checks it: ``adk._checks.checked_settings``.
+    __setattr__ = checked_settings({"max_transfers": _set_max_transfers})
     # It runs its agent in place, at its own address (``adk._instrument``): a ``before_agent``
     # answer given for the flow is that agent's answer, and the flow goes on around it.
     _adk_in_place = True
@@ -67,9 +79,30 @@ class FlowAgent:
         self.description = agent.description
         self.parent: FlowAgent | None = None
         self.may_transfer_to_parent = True
-        self.history_rewriter = history_rewriter
+        self._rewriter = history_rewriter  # checked above
         self.sub_agents: list[FlowAgent] = []
         self._set_sub_agents(sub_agents, allow_transfer_to_parent=True)
+
+    @property
+    def history_rewriter(self) -> HistoryRewriter | None:
+        """Its own ``history_rewriter``, else its nearest enclosing flow's, read as they are now:
+        a sub-agent reads the history as its parent shapes it unless it has a rewriter of its
+        own, whether the parent's was given before the sub-agent was wired or assigned since
+        (it was copied at wiring, so one assigned later reached the parent alone)."""
+        node: FlowAgent | None = self
+        for _ in range(_MAX_DEPTH):
+            if node is None:
+                return None
+            own = node._rewriter
+            if own is not None:
+                return own
+            node = node.parent
+        return None
+
+    @history_rewriter.setter
+    def history_rewriter(self, rewriter: HistoryRewriter | None) -> None:
+        _check_rewriter(rewriter, f"FlowAgent {self.name!r}")  # as where it is given
+        self._rewriter = rewriter
 
     def _set_sub_agents(self, sub_agents: Iterable[Agent], allow_transfer_to_parent: bool) -> None:
         if self.sub_agents:
@@ -572,8 +605,7 @@ def _adopt(parent: FlowAgent, agent: Agent) -> FlowAgent:
     _set_link(holder, _PARENT, parent)
     if node is None:
         node = FlowAgent(agent)
-    node.parent = parent
-    node.history_rewriter = node.history_rewriter or parent.history_rewriter
+    node.parent = parent  # whose history_rewriter it reads unless it has its own
     return node
 
 
@@ -595,8 +627,8 @@ def with_sub_agents(
     flow = agent if isinstance(agent, FlowAgent) else _get_link(agent, _FLOW)
     if not isinstance(flow, FlowAgent):
         flow = FlowAgent(agent)
-    if history_rewriter is not None:  # first, so the sub-agents adopted next inherit it
-        flow.history_rewriter = history_rewriter
+    if history_rewriter is not None:  # the sub-agents without one of their own read it
+        flow._rewriter = history_rewriter
     flow._set_sub_agents(sub_agents, allow_transfer_to_parent)
     if max_transfers is not None:
         flow.max_transfers = max_transfers

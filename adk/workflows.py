@@ -17,7 +17,7 @@ import adk
 
 from ._aio import cancel_and_wait, closing
 from ._authors import check_authors
-from ._checks import agent_description, check_agents, check_count, check_name
+from ._checks import agent_description, check_agents, check_count, check_name, checked_settings
 from ._driver import (
     NO_EVENT,
     _AgentRun,
@@ -404,9 +404,30 @@ class SequentialAgent(_Workflow):
         return _run_steps(self, ctx, agent_run(self, ctx), False)
 
 
+def _set_max_iterations(loop: LoopAgent, value: Any) -> Any:
+    """``LoopAgent.max_iterations`` assigned after the loop is made, checked as when made."""
+    name = loop.name
+    check_count(value, f"LoopAgent {name!r}: max_iterations", optional=True)
+    if value is None and not loop.sub_agents:
+        raise ValueError(
+            f"LoopAgent {name!r} has no sub-agents and no max_iterations: it would never end"
+        )
+    return value
+
+
+def _set_max_concurrency(parallel: ParallelAgent, value: Any) -> Any:
+    """``ParallelAgent.max_concurrency`` assigned after it is made, checked as when made."""
+    check_count(value, f"ParallelAgent {parallel.name!r}: max_concurrency", optional=True)
+    return value
+
+
 class LoopAgent(_Workflow):
     """Repeats its sub-agents in order until ``max_iterations`` (None: until break, exit, interrupt
     or error)."""
+
+    # ``max_iterations`` assigned later is checked as when made: ``checked_settings``.
+    __setattr__ = checked_settings({"max_iterations": _set_max_iterations})
+    max_iterations: int | None  # set by the constructor past ``__setattr__``
 
     def __init__(
         self,
@@ -425,7 +446,7 @@ class LoopAgent(_Workflow):
             raise ValueError(
                 f"LoopAgent {name!r} has no sub-agents and no max_iterations: it would never end"
             )
-        self.max_iterations = max_iterations
+        object.__setattr__(self, "max_iterations", max_iterations)  # checked above
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Repeat the steps in order. ``input`` is not used: each step's input is rebuilt from
@@ -511,6 +532,10 @@ class ParallelAgent(_Workflow):
     """Runs its sub-agents concurrently; events interleave as they happen, each branch waiting until
     its previous event was taken. The first error (or exit) cancels the other branches."""
 
+    # ``max_concurrency`` assigned later is checked as when made: ``checked_settings``.
+    __setattr__ = checked_settings({"max_concurrency": _set_max_concurrency})
+    max_concurrency: int | None  # set by the constructor past ``__setattr__``
+
     def __init__(
         self,
         name: str,
@@ -522,7 +547,7 @@ class ParallelAgent(_Workflow):
     ) -> None:
         super().__init__(name, sub_agents, description, callbacks=callbacks)
         check_count(max_concurrency, f"ParallelAgent {name!r}: max_concurrency", optional=True)
-        self.max_concurrency = max_concurrency
+        object.__setattr__(self, "max_concurrency", max_concurrency)  # checked above
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run every branch. ``input`` is not used: each branch's input is rebuilt from the

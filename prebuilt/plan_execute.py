@@ -63,7 +63,7 @@ from adk import (
 )
 from adk._aio import closing
 from adk._authors import Author, authors
-from adk._checks import check_count
+from adk._checks import check_count, checked_settings
 from adk._driver import NO_EVENT, drive
 from adk._turns_left import first_askers
 from adk.checkpoint._state import SavedState
@@ -804,8 +804,21 @@ def _role_name(plan_execute: str, role: str) -> str:
     return role if plan_execute == _DEFAULT_NAME else f"{plan_execute}_{role}"
 
 
+def _set_max_iterations(plan: PlanExecute, value: Any) -> Any:
+    """``max_iterations`` assigned after the agent is made: checked as when made, and given to
+    the execute/replan loop it bounds (which kept the value it was made with)."""
+    check_count(value, f"PlanExecute {plan.name!r}: max_iterations")
+    plan._loop.max_iterations = value
+    return value
+
+
 class PlanExecute(SequentialAgent):
     """Plan, then loop execute/replan until the replanner responds (see the module docstring)."""
+
+    # ``max_iterations`` assigned later is checked as when made, and bounds the loop:
+    # ``adk._checks.checked_settings``.
+    __setattr__ = checked_settings({"max_iterations": _set_max_iterations})
+    max_iterations: int  # set by the constructor past ``__setattr__``
 
     def __init__(
         self,
@@ -834,7 +847,7 @@ class PlanExecute(SequentialAgent):
         self.planner = planner
         self.executor = executor
         self.replanner = replanner
-        self.max_iterations = max_iterations
+        object.__setattr__(self, "max_iterations", max_iterations)  # checked above
         # What runs (the attributes above may be reassigned; the steps keep these).
         self._roles = (("planner", planner), ("executor", executor), ("replanner", replanner))
         loop = LoopAgent(
@@ -842,6 +855,7 @@ class PlanExecute(SequentialAgent):
             [_ExecuteStep(executor), _ReplanStep(replanner)],
             max_iterations=max_iterations,
         )
+        self._loop = loop  # its max_iterations follows this agent's
         self._given: dict[tuple[int, str], str] = {}  # see ``_until_response``
         # Every agent a turn of it may record a message by: its roles and the agents in them.
         recorders = frozenset(a[0] for _, agent in self._roles for a in authors(agent, set()))

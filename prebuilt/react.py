@@ -52,7 +52,14 @@ from adk import (
     ToolSpec,
 )
 from adk._aio import closing, finish
-from adk._checks import agent_description, check_count, check_name, shown
+from adk._checks import (
+    SettingCheck,
+    agent_description,
+    check_count,
+    check_name,
+    checked_settings,
+    shown,
+)
 from adk._driver import _RECORDED, NO_EVENT
 from adk._naming import naming as _naming
 from adk._ported_names import AGENT_ARGUMENT_HINTS
@@ -1271,6 +1278,66 @@ def _check_model(model: object, what: str) -> None:
     )
 
 
+def _check_model_options(options: object, what: str) -> None:
+    if options is not None and not isinstance(options, ModelOptions):
+        raise TypeError(
+            f"{what} model_options must be a ModelOptions (ModelOptions(**options) for a "
+            f"dict), got {type(options).__name__}"
+        )
+
+
+def _check_output_schema(schema: object, what: str) -> None:
+    if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        raise TypeError(_not_a_schema(what, schema))
+
+
+def _check_instruction(instruction: object, what: str) -> None:
+    if not isinstance(instruction, str):  # its placeholders are found now, not at a run
+        if not callable(instruction):
+            raise TypeError(_not_text(what, instruction))
+        check_provider(instruction, what)
+
+
+def _check_output_key(key: object, what: str) -> None:
+    if key is not None and not (isinstance(key, str) and key):
+        # "" stored nothing without a word, and another type made a session key no
+        # {placeholder} reads and no checkpoint store holds.
+        raise TypeError(
+            f"{what} output_key must be a non-empty str (the session key the answer is "
+            f"stored under), got {shown(key)}"
+        )
+
+
+def _checked(check: Callable[[Any, str], None]) -> Callable[[ReActAgent, Any], Any]:
+    """A setting's check after the agent is made (``_SETTINGS``), as its constructor's."""
+
+    def set_checked(agent: ReActAgent, value: Any) -> Any:
+        check(value, f"ReActAgent {agent.name!r}:")
+        return value
+
+    return set_checked
+
+
+def _set_max_iterations(agent: ReActAgent, value: Any) -> Any:
+    check_count(value, f"ReActAgent {agent.name!r}: max_iterations")
+    return value
+
+
+def _set_return_directly(agent: ReActAgent, value: Any) -> frozenset[str]:
+    what = f"ReActAgent {agent.name!r}:"
+    names = _listed(value, f"{what} return_directly")
+    agent._check_return_directly(names, what)
+    return frozenset(names)  # as made: a list would be searched per tool round
+
+
+def _set_history_rewriter(agent: ReActAgent, value: Any) -> Any:
+    _check_rewriter(value, f"ReActAgent {agent.name!r}")
+    # Its flow's too: its sub-agents read the history through it (given at construction, the
+    # flow had it), and so do they when they inherit it (``FlowAgent.history_rewriter``).
+    agent._adk_flow.history_rewriter = value
+    return value
+
+
 def _listed(values: Iterable[Any], what: str) -> list[Any]:
     """``values`` as a list; a str (or any non-iterable) is refused, not read as its letters."""
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
@@ -1292,6 +1359,18 @@ def _ported_argument(what: str, name: str) -> TypeError:
     return TypeError(text if hint is None else f"{text}; {hint}")
 
 
+_SETTINGS: dict[str, SettingCheck] = {
+    "max_iterations": _set_max_iterations,
+    "return_directly": _set_return_directly,
+    "history_rewriter": _set_history_rewriter,
+    "instruction": _checked(_check_instruction),
+    "output_key": _checked(_check_output_key),
+    "output_schema": _checked(_check_output_schema),
+    "model_options": _checked(_check_model_options),
+}
+"""The public settings ``ReActAgent`` checks when made, checked when assigned later."""
+
+
 class ReActAgent:
     """A model-and-tools agent (see the module docstring).
 
@@ -1306,6 +1385,20 @@ class ReActAgent:
     _adk_first_askers = True
     """It starts with a model call: a resume with no model call left is refused when this agent
     would run after the paused step (``adk._turns_left``)."""
+
+    # Settings assigned after the agent is made are checked as its constructor checks them
+    # (``_SETTINGS``; ``model`` by its property): ``adk._checks.checked_settings``.
+    __setattr__ = checked_settings(_SETTINGS)
+    # Set by the constructor past ``__setattr__`` (checked there once): declared for typing.
+    name: str
+    description: str
+    instruction: str | InstructionProvider
+    max_iterations: int
+    return_directly: frozenset[str]
+    output_key: str | None
+    output_schema: type[BaseModel] | None
+    model_options: ModelOptions | None
+    history_rewriter: HistoryRewriter | None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass that shadows ``model`` (``model = "fast"``, a property of its own) sets
@@ -1349,41 +1442,27 @@ class ReActAgent:
         check_count(max_iterations, f"{what} max_iterations")
         _check_model(model, what)
         _check_rewriter(history_rewriter, what[:-1])
-        if model_options is not None and not isinstance(model_options, ModelOptions):
-            raise TypeError(
-                f"{what} model_options must be a ModelOptions (ModelOptions(**options) for a "
-                f"dict), got {type(model_options).__name__}"
-            )
+        _check_model_options(model_options, what)
         tools = _listed(tools, f"{what} tools")
         return_directly = _listed(return_directly, f"{what} return_directly")
-        if output_schema is not None and not (
-            isinstance(output_schema, type) and issubclass(output_schema, BaseModel)
-        ):
-            raise TypeError(_not_a_schema(what, output_schema))
-        if not isinstance(instruction, str):  # its placeholders are found now, not at a run
-            if not callable(instruction):
-                raise TypeError(_not_text(what, instruction))
-            check_provider(instruction, what)
-        if output_key is not None and not (isinstance(output_key, str) and output_key):
-            # "" stored nothing without a word, and another type made a session key no
-            # {placeholder} reads and no checkpoint store holds.
-            raise TypeError(
-                f"{what} output_key must be a non-empty str (the session key the answer is "
-                f"stored under), got {shown(output_key)}"
-            )
-        self.name = name
-        self.description = agent_description(description, what[:-1])
+        _check_output_schema(output_schema, what)
+        _check_instruction(instruction, what)
+        _check_output_key(output_key, what)
+        # Checked above: set past ``__setattr__``'s checks (``_SETTINGS``), which are for later.
+        init = object.__setattr__
+        init(self, "name", name)
+        init(self, "description", agent_description(description, what[:-1]))
         self.model = model
-        self.instruction = instruction
+        init(self, "instruction", instruction)
         # The instruction and the keys its placeholders read, found once (not per model call);
         # found again by ``_system`` for an instruction assigned later.
         self._keyed = (instruction, _keys(instruction) if isinstance(instruction, str) else ())
-        self.max_iterations = max_iterations
-        self.return_directly = frozenset(return_directly)
-        self.output_key = output_key
-        self.output_schema = output_schema
-        self.model_options = model_options
-        self.history_rewriter = history_rewriter
+        init(self, "max_iterations", max_iterations)
+        init(self, "return_directly", frozenset(return_directly))
+        init(self, "output_key", output_key)
+        init(self, "output_schema", output_schema)
+        init(self, "model_options", model_options)
+        init(self, "history_rewriter", history_rewriter)
         self.reset_tool_choice = reset_tool_choice
         self._static_tools: dict[str, Any] = {}
         self._dynamic_tools: list[Any] = []
@@ -1403,20 +1482,23 @@ class ReActAgent:
             self._exit_tool = _make_exit_tool()
             self._add_tool(self._exit_tool)
         self._check_resource_names()
-        if not self._dynamic_tools:  # a Toolset's tools may vary by run: only static ones checked
-            unknown = [
-                n for n in return_directly if n not in self._static_tools and n != TRANSFER_TOOL
-            ]
-            if unknown:
-                raise ValueError(
-                    f"{what} return_directly names tools it does not have: {unknown} "
-                    f"(its tools: {sorted(self._static_tools)})"
-                )
+        self._check_return_directly(return_directly, what)
         self._static_specs = tuple(t.spec for t in self._static_tools.values())
         # (model, model_options, output_schema) -> (options, native); see ``_options_for``
         self._options_cache: tuple[object, object, object, ModelOptions | None, bool] | None = None
         self._core = _ReActCore(self)
         self._adk_flow = FlowAgent(self._core, sub_agents, history_rewriter=history_rewriter)
+
+    def _check_return_directly(self, names: list[Any], what: str) -> None:
+        """Refuse a ``return_directly`` naming a tool the agent does not have."""
+        if self._dynamic_tools:  # a Toolset's tools may vary by run: only static ones checked
+            return
+        unknown = [n for n in names if n not in self._static_tools and n != TRANSFER_TOOL]
+        if unknown:
+            raise ValueError(
+                f"{what} return_directly names tools it does not have: {unknown} "
+                f"(its tools: {sorted(self._static_tools)})"
+            )
 
     def _add_tool(self, source: ToolSource) -> None:
         if isinstance(source, str) or _is_toolset(source):
@@ -1466,6 +1548,10 @@ class ReActAgent:
 
     @model.setter
     def model(self, model: ChatModel | str) -> None:
+        # Set after the agent is made, checked as when made (the constructor's own set too:
+        # a cheap check, where telling the two apart by ``__dict__`` would make the agent's
+        # attributes a dict, every read of them slower: see the getter).
+        _check_model(model, f"ReActAgent {self.name!r}:")
         self._model = model
         if isinstance(model, str):
             _naming.add(self)

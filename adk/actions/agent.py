@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import adk
 
-from .._checks import check_count, check_resources
+from .._checks import check_count, check_resources, checked_settings
 from .._driver import NO_EVENT
 from ..agent import AgentInput, BaseAgent
 from ..checkpoint._state import SavedState
@@ -36,6 +36,12 @@ RECORD_KEY = "adk.record"
 the agent's ``InputEvent.input`` is then the record itself, not the message's text."""
 
 
+def _set_max_events(agent: ActionAgent, value: Any) -> Any:
+    """``max_events`` assigned after the agent is made, checked as when made."""
+    check_count(value, f"ActionAgent {agent.name!r}: max_events")
+    return value
+
+
 class ActionAgent(BaseAgent):
     """An agent whose behaviour is its ``@action`` methods (or the functions in ``actions``).
 
@@ -47,6 +53,9 @@ class ActionAgent(BaseAgent):
     ``ChatRequestEvent``/``ToolRequestEvent`` with its own (actions that merely watch those events
     run beside the built-ins).
     """
+
+    # ``max_events`` assigned later is checked as when made: ``adk._checks.checked_settings``.
+    __setattr__ = checked_settings({"max_events": _set_max_events})
 
     def __init__(
         self,

@@ -552,6 +552,24 @@ def _target(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _check_inline_timeout(timeout: object, thread: bool, is_async: bool, where: str) -> None:
+    if timeout is not None and not thread and not is_async:
+        # Run inline, the function holds the event loop until it returns: the timeout could
+        # only fire after it, reporting a finished call as timed out.
+        raise ValueError(
+            f"{where}: timeout= needs the function to run in a thread or be async, but "
+            "thread=False runs it inline on the event loop, where no timeout can stop it"
+        )
+
+
+def _set_timeout(tool: FunctionTool[..., Any], value: Any) -> Any:
+    """``timeout`` assigned after the tool is made, checked as when made."""
+    label = _tool_label(tool.spec.name)
+    _check_timeout(value, label)
+    _check_inline_timeout(value, tool._thread, tool._is_async, label)
+    return value
+
+
 class FunctionTool(Generic[_P, _R]):
     """A tool made from a sync or async function (see the module docstring)."""
 
@@ -584,14 +602,8 @@ class FunctionTool(Generic[_P, _R]):
         self._emits_events = progress
         target = _target(fn)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
-        if timeout is not None and not thread and not self._is_async:
-            # Run inline, the function holds the event loop until it returns: the timeout could
-            # only fire after it, reporting a finished call as timed out.
-            raise ValueError(
-                f"{label}: timeout= needs the function to run in a thread or be async, but "
-                "thread=False runs it inline on the event loop, where no timeout can stop it"
-            )
-        self.timeout = timeout
+        _check_inline_timeout(timeout, thread, self._is_async, label)
+        self._timeout = timeout  # checked above
         tool_name = name or getattr(fn, "__name__", "") or getattr(target, "__name__", "")
         if not tool_name or tool_name in ("<lambda>", "__call__"):
             if tool_name == "<lambda>":
@@ -727,6 +739,17 @@ class FunctionTool(Generic[_P, _R]):
         )
 
     @property
+    def timeout(self) -> float | None:
+        """Seconds a call may take (``None``: no limit). May be set after the tool is made,
+        checked as when made (a property: a ``__setattr__`` of the class cost every run's tool
+        call ~600 instructions, benchmark (b), where this read costs less)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._timeout = _set_timeout(self, value)
+
+    @property
     def spec(self) -> ToolSpec:
         """Built once: name and description from the function (unless given), argument help from
         its docstring, the JSON schema from its type hints (``ToolContext`` parameters left out)."""
@@ -804,8 +827,8 @@ class FunctionTool(Generic[_P, _R]):
         else:
             call = self.fn
         try:
-            if self.timeout is not None:
-                return _serialise(await self._timed(call, kwargs, self.timeout))
+            if self._timeout is not None:
+                return _serialise(await self._timed(call, kwargs, self._timeout))
             if self._is_async:
                 return _serialise(await call(**kwargs))
             if self._thread:
