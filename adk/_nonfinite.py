@@ -37,9 +37,10 @@ class NonFinite:
 
 
 def nonfinite_at(value: Any) -> NonFinite | None:
-    """The first NaN or infinity in ``value`` (a float, or inside dicts, keys and values, lists,
-    tuples, sets and frozensets, as a model's dump holds them), or None. The path is built only
-    on the way back from one, so a walk that finds none builds nothing."""
+    """The first NaN or infinity in ``value`` (a float, or inside dicts, keys (a tuple key's
+    items too) and values, lists, tuples, sets and frozensets, as a model's dump holds them), or
+    None. The path is built only on the way back from one, so a walk that finds none builds
+    nothing."""
     found = _found_in(value)
     if found is not None:
         found.path.reverse()
@@ -51,8 +52,9 @@ def _found_in(value: Any) -> NonFinite | None:
         return None if math.isfinite(value) else NonFinite(value)
     if isinstance(value, dict):
         for key, item in value.items():
-            if isinstance(key, float) and not math.isfinite(key):  # pydantic writes it "None"
-                return NonFinite(key, key=True)
+            # A float key pydantic writes as "None"; a tuple's as its items joined, "1.0,None"
+            if type(key) is not str and (found := _found_in(key)) is not None:
+                return NonFinite(found.number, key=True)  # the key's own path is no way to it
             found = _found_in(item)
             if found is not None:
                 found.path.append(str(key))

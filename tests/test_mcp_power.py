@@ -491,15 +491,18 @@ async def test_an_elicitation_answer_holding_nan_is_an_error_answer_not_null(
 async def test_an_answer_holding_nan_in_a_set_or_as_a_key_is_an_error_answer_not_null(
     http_servers: dict[bool, HTTPServerProcess],
 ) -> None:
-    """A python dump keeps a set (and a float key) as it is, where pydantic writes the set as a
-    list with null for a NaN and the key as "None": the walk for NaN goes into both, as into a
-    list (not_finite_at, before adk._nonfinite.nonfinite_at, walked dicts' values, lists and
-    tuples only, and these answers reached the server with null). One connection, the module's
-    server: each refused answer is the error of its call alone."""
+    """A python dump keeps a set (and a float key, or a tuple key holding one) as it is, where
+    pydantic writes the set as a list with null for a NaN and the key as "None" ("1.0,None" for
+    a tuple's): the walk for NaN goes into both, as into a list (not_finite_at, before
+    adk._nonfinite.nonfinite_at, walked dicts' values, lists and tuples only, and these answers
+    reached the server with null). One connection, the module's server: each refused answer is
+    the error of its call alone."""
     cases = [
         ({"tried": {float("inf")}}, "it holds inf at _meta.tried, "),
         ({"seen": frozenset([2.0, float("nan")])}, "it holds nan at _meta.seen, "),
         ({"by": {float("nan"): "x"}}, "it holds nan at _meta.by (as a key), "),
+        # pydantic writes a tuple key as its items joined, a NaN in it as "None": "1.0,None"
+        ({"at": {(1.0, float("inf")): "x"}}, "it holds inf at _meta.at (as a key), "),
     ]
     answers = iter([meta for meta, _ in cases] + [None])
 
