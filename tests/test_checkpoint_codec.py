@@ -1687,3 +1687,41 @@ class _Reviewedless(BaseModel):
     """Unregistered, of a class no registered model's schema names."""
 
     note: str = ""
+
+
+class _FrozenInner(BaseModel):
+    """Unregistered and hashable (a set's item), every field at its default unless given."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str = "x"
+    size: int = 0
+
+
+@register_type
+class _FrozenMark(BaseModel):
+    """Registered and hashable."""
+
+    model_config = ConfigDict(frozen=True)
+    at: int = 0
+
+
+@pytest.mark.parametrize("kind", [set, frozenset])
+def test_a_model_inside_a_set_is_found_as_inside_a_list(kind: type) -> None:
+    """pydantic writes a set as a list, so a set in a place typed ``Any`` comes back a list;
+    the models it held are looked at as a list's are (``codec._holds_model``, which walked no
+    set): in a message's metadata one kept whole, its fields at their defaults too (it came
+    back ``{}``, every value lost without a word); in a registered model's ``Any`` place a
+    registered one tagged (it came back a dict) and an unregistered one refused (it was saved
+    as a dict)."""
+
+    def back(value: Any) -> Any:
+        data = encode_checkpoint({"s": to_json_value({"v": value}, "session")})
+        return from_json_value(decode_checkpoint(data)["s"])["v"]
+
+    message = Message.user("hi").model_copy(update={"metadata": {"m": kind([_FrozenInner()])}})
+    assert back(message).metadata["m"] == [{"name": "x", "size": 0}]
+    marks = [_FrozenMark(at=1), _FrozenMark(at=2), _FrozenMark(at=3)]
+    held = back(_Holder(rows={"seen": kind(marks), "n": 1.5}))
+    assert sorted(held.rows["seen"], key=lambda mark: mark.at) == marks
+    with pytest.raises(CheckpointError, match="_FrozenInner is not registered"):
+        to_json_value(_Holder(rows=kind([_FrozenInner()])))

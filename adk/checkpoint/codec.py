@@ -842,7 +842,7 @@ def _schema_classes(cls: type[BaseModel]) -> tuple[type, ...]:
 
 def _holds_model(values: Iterable[Any], expected: tuple[type, ...] = ()) -> bool:
     """Whether a pydantic model that a walk must look at is among ``values`` or inside them
-    (through dicts, lists, tuples and the fields of the models it need not look at), found
+    (through dicts, lists, tuples, sets and the fields of the models it need not look at), found
     without building anything: most values hold none, and a look costs a fraction of the walk
     that then finds nothing.
 
@@ -870,7 +870,7 @@ def _holds_model(values: Iterable[Any], expected: tuple[type, ...] = ()) -> bool
             pending.extend(item.__dict__.values())
         elif isinstance(item, dict):
             pending.extend(item.values())
-        elif isinstance(item, (list, tuple)):
+        elif isinstance(item, (list, tuple, set, frozenset)):  # a set: written as a list
             pending.extend(item)
     return False
 
@@ -900,7 +900,11 @@ def _models_tagged(
         held: Callable[[str], Any] = value.__getattribute__
     elif isinstance(value, dict) and isinstance(data, dict):
         known, held = value, value.__getitem__
-    elif isinstance(value, (list, tuple)) and isinstance(data, list) and len(value) == len(data):
+    elif (
+        isinstance(value, (list, tuple, set, frozenset))  # a set: its dump, a list in its order
+        and isinstance(data, list)
+        and len(value) == len(data)
+    ):
         return [
             _model_tagged(v, item, depth + 1, found, expected)
             for v, item in zip(value, data, strict=True)
