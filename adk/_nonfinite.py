@@ -26,7 +26,7 @@ class NonFinite:
     """What ``nonfinite_at`` found: ``number``, the NaN or infinity; ``path``, the way to it from
     the top, outermost first (a ``str`` for a dict key, shown as ``str(key)``; an ``int`` for a
     list or tuple's index; a set's items have none); ``key``: the number is a key of the dict
-    the path leads to, not a value."""
+    the path leads to, or inside one (a tuple key's item), not in a value."""
 
     __slots__ = ("key", "number", "path")
 
