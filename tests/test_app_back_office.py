@@ -59,16 +59,25 @@ def pay(payee: str, cents: int) -> str:
     return f"paid {cents} to {payee}"
 
 
+@adk.tool(require_approval=True)
+def settle(payee: str, cents: int) -> str:
+    """Settle a supplier's invoice. A person approves every settlement."""
+    LEDGER.append(f"settle {payee} {cents}")
+    return f"settled {cents} with {payee}"
+
+
 def answer(body: dict[str, Any]) -> Wire:
     """Each agent's model, told apart by the tools its request offers."""
     tools = {spec["function"]["name"] for spec in body.get("tools", [])}
     last = body["messages"][-1]
     replied = last["role"] == "tool"
-    if "pay" in tools:  # payables: pays bob, then asks to pay eve, then answers
+    if "pay" in tools or "settle" in tools:  # payables: pays bob, asks to pay eve, answers
         paid = sum(message["role"] == "tool" for message in body["messages"])
         if paid < 2:
             payee, cents = ("bob", 500) if paid == 0 else ("eve", 90000)
             arguments = json.dumps({"payee": payee, "cents": cents})
+            if "settle" in tools:  # no id: the server numbers each response's calls, call_0
+                return Wire(tool_calls=[Call("settle", arguments)], usage=(50, 5))
             return Wire(tool_calls=[Call("pay", arguments, id=f"p{paid + 1}")], usage=(50, 5))
         return Wire(text="Both suppliers are paid.", usage=(50, 5))
     if "refund" in tools:  # refunds, inside billing's AgentTool
@@ -283,6 +292,44 @@ async def test_a_plain_answer_sent_again_does_not_approve_the_call_the_model_ask
         "bills-1", {eve: {"approved": False, "reason": "unknown payee"}}
     )
     assert done.text == "Both suppliers are paid." and LEDGER == ["pay bob 500"]
+
+
+async def test_a_plain_approval_sent_again_is_refused_when_the_next_call_reuses_the_id(
+    redis_server: RedisServer, server: OpenAIServer, opened: list[Runner]
+) -> None:
+    """As above, with a server that numbers each response's calls (``call_0``, as servers that
+    send no ids do, and as pyadk names their calls): eve's payment pauses under the very id of
+    bob's, so telling it apart by id alone took the second ``True`` as asked again at that point
+    and paid eve. An approval paused at the point a plain approval answered is another call (an
+    approved call does not ask for approval again): the plain answer is refused there too."""
+    prefix = f"office{os.urandom(4).hex()}:"
+    LEDGER.clear()
+
+    def replica() -> Runner:
+        payables = ReActAgent(
+            "payables", wire_model(server, retry=RetryPolicy(max_attempts=1)), tools=[settle]
+        )
+        opened.append(Runner(payables, RedisCheckpointStore(redis_server.url, prefix=prefix)))
+        return opened[-1]
+
+    point = "agent:payables/tool:settle#call_0"
+    paused = await replica().invoke("settle with bob", checkpoint_id="bills-2")
+    assert paused.interrupt is not None and paused.interrupt.point_ids == [point]
+    first = await replica().invoke_resume("bills-2", True)
+    assert first.interrupt is not None and first.interrupt.point_ids == [point]  # eve's, now
+    assert first.interrupt.points[0].info["arguments"] == {"payee": "eve", "cents": 90000}
+    assert LEDGER == ["settle bob 500"]
+
+    with pytest.raises(ValueError) as refused:
+        await replica().invoke_resume("bills-2", True)  # the same click again
+    assert not isinstance(refused.value, adk.CheckpointError)
+    assert "may be that answer sent again" in str(refused.value)
+    assert f"answer the point pending now by its id, {{{point!r}: data}}" in str(refused.value)
+    assert LEDGER == ["settle bob 500"]
+    assert [entry.point_ids for entry in await replica().pending()] == [[point]]
+
+    done = await replica().invoke_resume("bills-2", {point: False})
+    assert done.text == "Both suppliers are paid." and LEDGER == ["settle bob 500"]
 
 
 async def test_a_plain_answer_to_a_question_asked_again_at_the_same_point_is_taken(
