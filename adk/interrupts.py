@@ -232,6 +232,7 @@ class _ResumePlan:
     __slots__ = (
         "answered",
         "answered_plain",
+        "plain_approval",
         "points",
         "progress",
         "reached",
@@ -255,6 +256,9 @@ class _ResumePlan:
         # The point this resume gave plain data to (not ``{point_id: data}``), if it was: its
         # pause notes it, and refuses plain data for another point next (``runner._addressed``).
         self.answered_plain: Address | None = None
+        # Whether that point was an approval: an approval paused at it next is then another call
+        # under a reused id (a server numbering each response's calls ``call_0``), not it again.
+        self.plain_approval = False
         self.reached: set[Address] = set()
         # ``(the trace the checkpoint kept, checkpoint id)`` when the paused run was traced: for
         # tracing to link the resumed run's root span to the paused run's (``adk.tracing``).

@@ -1404,6 +1404,8 @@ class Runner(AsyncCloseable):
         plan = _ResumePlan(snapshot.signal, targets, answered)
         if resume is not None and not _keyed(resume):  # plain data, for the one point pending
             plan.answered_plain = next(iter(targets))
+            info = snapshot.signal.points[0].info
+            plan.plain_approval = adk._approval.is_approval_request(info)
         if snapshot.trace is not None:
             plan.resumed_from = (snapshot.trace, checkpoint_id)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
@@ -1886,12 +1888,13 @@ def _targets(
     resume: Any,
     checkpoint_id: str = "",
     answered: tuple[str, ...] = (),
-    plain_before: str | None = None,
+    plain_before: tuple[str | None, bool] = (None, False),
 ) -> dict[str, Any]:
     """Which points a resume addresses, with their data; data for an approval request must be a
     decision (``check_decision``), checked here, before anything runs. ``answered``: the points
     earlier resumes of checkpoint ``checkpoint_id`` answered, which a refusal names as such;
-    ``plain_before``: the point the resume that made this pause gave plain data to."""
+    ``plain_before``: the point the resume that made this pause gave plain data to, and whether
+    it was an approval."""
     targets = _addressed(signal, resume, checkpoint_id, answered, plain_before)
     for point in signal.points:
         if point.id not in targets:
@@ -1942,7 +1945,7 @@ def _addressed(
     resume: Any,
     checkpoint_id: str = "",
     answered: tuple[str, ...] = (),
-    plain_before: str | None = None,
+    plain_before: tuple[str | None, bool] = (None, False),
 ) -> dict[str, Any]:
     """Which points a resume addresses, with their data."""
     pending = [p.id for p in signal.points]
@@ -1976,22 +1979,32 @@ def _addressed(
             f"{len(pending)} points are pending ({pending}); pass resume data as {{point_id: data}}"
             f"{_call_ids_named(keys, pending)}. {_NOTHING_RAN}"
         )
+    before, was_approval = plain_before
     if (
-        plain_before is not None
-        and plain_before != pending[0]
+        before is not None
+        and (before != pending[0] or was_approval)
         and adk._approval.is_approval_request(signal.points[0].info)
     ):
         # The resume before was given plain data too, for another point, and paused here for an
         # approval: this may be that answer sent again (a double click, a retried request), and
         # taken as this point's it would approve a call nobody was shown (the payment the model
         # asked for next). An answer keyed by this point's id says it is this call's decision.
-        # (A question's answer stays plain: a repeat answers a question, it runs no call.)
+        # The same id is another call too when that answer was an approval: an approved call
+        # asks for no approval again, so this is the next call under a reused id (a server
+        # numbering each response's calls ``call_0``). (A question's answer stays plain: a
+        # repeat answers a question, it runs no call.)
+        where = (
+            f"another call, point {pending[0]!r}"
+            if before != pending[0]
+            else "another call the model asked for under the same point id (its server "
+            "numbers each response's calls)"
+        )
         raise ValueError(
             f"plain resume data for checkpoint {checkpoint_id!r} is refused: the resume before "
-            f"was given plain data for point {plain_before!r} and paused again for the approval "
-            f"of another call, point {pending[0]!r}, so this may be that answer sent again (a "
-            "double click, a retried request) and would decide a call it was not given for; "
-            f"answer the point pending now by its id, {{{pending[0]!r}: data}}. {_NOTHING_RAN}"
+            f"was given plain data for point {before!r} and paused again for the approval of "
+            f"{where}, so this may be that answer sent again (a double click, a retried "
+            "request) and would decide a call it was not given for; answer the point pending "
+            f"now by its id, {{{pending[0]!r}: data}}. {_NOTHING_RAN}"
         )
     return {pending[0]: resume}
 

@@ -209,6 +209,10 @@ def snapshot_body(
             # The point this resume gave plain data to: plain data for another point pending
             # next may be the same answer sent again, and is refused (``runner._addressed``).
             body[_ANSWERED_PLAIN] = plan.answered_plain
+            if plan.plain_approval:
+                # It was an approval: an approval pending at that id next is another call (an
+                # approved call asks for no approval again), under an id its server reused.
+                body[_PLAIN_APPROVAL] = True
     if run.usage is not None:
         # The usage the run's model calls reported so far (``RunResult.usage``), token counts by
         # name: the resumed run's total goes on from it. Absent when none reported any, as in the
@@ -234,6 +238,7 @@ def snapshot_body(
 
 _ANSWERED = "answered"
 _ANSWERED_PLAIN = "answered_plain"
+_PLAIN_APPROVAL = "answered_plain_approval"
 
 
 def _answered_by(plan: _ResumePlan, signal: _InterruptSignal) -> list[str]:
@@ -247,11 +252,15 @@ def _answered_by(plan: _ResumePlan, signal: _InterruptSignal) -> list[str]:
     return sorted(done - waiting)
 
 
-def read_answered_plain(body: dict[str, Any]) -> str | None:
-    """The point the resume that saved ``body`` gave plain data to, if it did (``snapshot_body``);
-    None for anything but a str (a checkpoint of an older pyadk has none: plain data goes on)."""
+def read_answered_plain(body: dict[str, Any]) -> tuple[str | None, bool]:
+    """The point the resume that saved ``body`` gave plain data to, if it did (``snapshot_body``),
+    and whether it was an approval; None for anything but a str (a checkpoint of an older pyadk
+    has none: plain data goes on), and not an approval unless noted ``True`` (a checkpoint saved
+    before that was noted: its point is told apart by id alone, as then)."""
     point = body.get(_ANSWERED_PLAIN)
-    return point if isinstance(point, str) else None
+    if not isinstance(point, str):
+        return None, False
+    return point, body.get(_PLAIN_APPROVAL) is True
 
 
 def read_answered(body: dict[str, Any]) -> tuple[str, ...]:
