@@ -324,6 +324,7 @@ async def test_a_plain_approval_sent_again_is_refused_when_the_next_call_reuses_
         await replica().invoke_resume("bills-2", True)  # the same click again
     assert not isinstance(refused.value, adk.CheckpointError)
     assert "may be that answer sent again" in str(refused.value)
+    assert "another call the model asked for under the same point id" in str(refused.value)
     assert f"answer the point pending now by its id, {{{point!r}: data}}" in str(refused.value)
     assert LEDGER == ["settle bob 500"]
     assert [entry.point_ids for entry in await replica().pending()] == [[point]]
