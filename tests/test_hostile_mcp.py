@@ -76,6 +76,65 @@ async def test_broken_results_are_error_results_and_the_session_goes_on() -> Non
         assert not big.is_error and big.content == "x" * 2_000_000
 
 
+async def test_a_message_over_the_cap_is_refused_unkept_and_the_session_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stdio server's message over ``MAX_MESSAGE_BYTES`` (64 MiB; 1 MiB here, so the
+    server's 2 MB ones are over it) is not kept: an answer, its ``id`` first (the Python SDK's
+    order) or last (the TypeScript SDK's), fails its call at once with an error result saying
+    so, and the connection goes on; a message naming no request (a 2 MB log message) ends the
+    connection with a warning naming the server, its call failing at once as a lost connection,
+    and the next call reconnects. Before, every message was read whole however large (and in
+    time quadratic in its size): the 2 MB result arrived."""
+    monkeypatch.setattr("adk.mcp._stdio.MAX_MESSAGE_BYTES", 1024 * 1024)
+    async with hostile("results") as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        for name in ("two_megabytes", "two_megabytes_id_last"):
+            big = await tools[name].run("{}", None)  # type: ignore[arg-type]
+            assert big.is_error, (name, big.content[:100])
+            assert f"Error: tool '{name}' failed: " in big.content
+            assert "the server's answer was 20000" in big.content  # its bytes, JSON around it
+            assert "over the 1048576 bytes one MCP message may be" in big.content
+            ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
+            assert not ok.is_error and ok.content == "ok ran", (name, ok)
+        under = await tools["sized"].run('{"size": 1000000}', None)  # type: ignore[arg-type]
+        assert not under.is_error and under.content == "x" * 1_000_000
+        with caplog.at_level(logging.WARNING, logger="adk.mcp"):
+            lost = await tools["two_megabytes_log"].run("{}", None)  # type: ignore[arg-type]
+        assert lost.is_error and "connection to MCP server" in lost.content, lost.content
+        assert "timed out" not in lost.content
+        [warning] = [r.getMessage() for r in caplog.records if "bytes, over the" in r.getMessage()]
+        assert "hostile_server.py" in warning and "the connection is closed" in warning
+        ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
+        assert not ok.is_error and ok.content == "ok ran"
+
+
+async def test_an_answer_that_is_not_utf8_fails_its_call_at_once_and_the_session_goes_on() -> None:
+    """An answer holding bytes that are not UTF-8 fails its call at once, saying so, and the next
+    call is answered. Before, the ``mcp`` reader's decoding error ended its reading task without
+    ending the session: that call and every later one on the connection waited out their whole
+    ``call_timeout`` ("timed out after 30s")."""
+    async with hostile("results") as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        bad = await tools["not_utf8"].run("{}", None)  # type: ignore[arg-type]
+        assert bad.content.startswith("Error: tool 'not_utf8' failed: "), bad.content
+        assert "the server's answer is not utf-8 text (invalid start byte at byte" in bad.content
+        ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
+        assert not ok.is_error and ok.content == "ok ran"
+
+
+@pytest.mark.timeout(30)  # the quadratic reading took a minute (no timing is asserted otherwise)
+async def test_a_large_result_over_stdio_is_read_in_linear_time() -> None:
+    """The ``mcp`` package's stdio reader joined each 64 KiB chunk to the line read so far and
+    split it again: quadratic in a message's size, in the event loop (32 MB took 17 seconds of
+    CPU, stalling every run the process served). A result just under the cap arrives whole."""
+    size = 60_000_000
+    async with hostile("results") as toolset:
+        [sized] = [tool for tool in await toolset.tools() if tool.spec.name == "sized"]
+        result = await sized.run(json.dumps({"size": size}), None)  # type: ignore[arg-type]
+    assert not result.is_error and len(result.content) == size
+
+
 async def test_a_model_reads_a_broken_result_and_the_run_goes_on() -> None:
     model = ScriptedModel(
         [
@@ -97,8 +156,9 @@ LEFT_OUT = {
     "'a_string_schema': its input schema is of type 'string', not an object schema",
     "'a_list_schema': inputSchema: Input should be a valid dictionary",
     "'required_a_string': its input schema's required is not a list of names",
-    "at position 24: name: Field required",
-    "at position 25: it is not an object but a str",
+    # The listing's last two entries, counted from 1 (after every tool listed before them).
+    f"at position {len(hostile_tools('schemas')) - 1}: name: Field required",
+    f"at position {len(hostile_tools('schemas'))}: it is not an object but a str",
 }
 
 

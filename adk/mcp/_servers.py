@@ -25,10 +25,11 @@ from urllib.parse import urlsplit
 
 import httpx2
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from .._urls import redacted_url as _redacted
+from ._stdio import stdio_transport
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -513,7 +514,7 @@ class StdioServer:
             env=dict(self.env) if self.env is not None else None,
             cwd=os.fspath(self.cwd) if self.cwd is not None else None,
         )
-        return stdio_client(params, errlog=_child_stderr())
+        return stdio_transport(params, errlog=_child_stderr(), shown=str(self))
 
     def _redact(self, text: str) -> str:
         return text

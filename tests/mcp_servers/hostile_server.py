@@ -8,7 +8,8 @@ string, a reference to nothing, a ``required`` that is not a list, nested 300 le
 name listed twice, and tools whose results break ``CallToolResult``: content blocks of an unknown
 type, text that is not a string, content that is not a list, no content at all, a result that is a list, ``isError`` that
 is not a bool, structured content that is not an object, an image whose data is not base64, a
-result of 2 MB. Two calls made together show that a message which is no answer is not taken for
+result of 2 MB (with its ``id`` last too), a 2 MB log message, a result as large as asked
+(``OVERSIZED``). Two calls made together show that a message which is no answer is not taken for
 the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` came too, and
 before both are answered the server sends messages that name the waiting call's id inside
 another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
@@ -91,6 +92,13 @@ CLASHING = ("a.b", "a b", "a-b")
 """Tools listed by ``clashing`` (in this order) and ``clashing_reversed``: ``a.b`` and ``a b``
 are both ``a_b`` made fit for model APIs."""
 
+OVERSIZED = ("two_megabytes_id_last", "two_megabytes_log", "sized", "not_utf8")
+"""Tools answered with messages larger than a test sets the client's cap to: the 2 MB result
+with its ``id`` written last (the TypeScript SDK's order: ``{"result": ..., "jsonrpc", "id"}``),
+a 2 MB log notification (naming no request) before a short answer, and a result of ``size``
+characters (its argument); and an answer whose text holds bytes that are not UTF-8
+(``not_utf8``)."""
+
 TOGETHER = ("wait", "misaddressed")
 """Tools whose calls are answered once both came (see ``_misaddressed``)."""
 
@@ -119,7 +127,7 @@ def _tools(kind: str) -> list[Any]:
         if kind == "clashing_one":
             return clashing[:1]
         return clashing[::-1] if kind == "clashing_reversed" else clashing
-    named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE)
+    named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE, *OVERSIZED)
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
@@ -204,6 +212,25 @@ def main(kind: str) -> None:
             else:
                 return
             _send({"jsonrpc": "2.0", "id": request["id"], "result": _text(json.dumps(answer))})
+            continue
+        if request.get("method") == "tools/call" and name in OVERSIZED:
+            if name == "two_megabytes_id_last":
+                result = RESULTS["two_megabytes"]
+                _send({"result": result, "jsonrpc": "2.0", "id": request["id"]})
+                continue
+            if name == "two_megabytes_log":
+                log = {"level": "info", "logger": "hostile", "data": "x" * 2_000_000}
+                _send({"jsonrpc": "2.0", "method": "notifications/message", "params": log})
+                _send({"jsonrpc": "2.0", "id": request["id"], "result": _text("logged")})
+                continue
+            if name == "not_utf8":
+                line = '{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", '
+                line = line % request["id"] + '"text": "\xff\xfe"}]}}\n'
+                sys.stdout.buffer.write(line.encode("latin-1"))
+                sys.stdout.flush()
+                continue
+            size = int(request["params"]["arguments"]["size"])
+            _send({"jsonrpc": "2.0", "id": request["id"], "result": _text("x" * size)})
             continue
         if request.get("method") == "tools/call" and name in BATCHED:
             _send(_batch(name, request["id"]))
