@@ -20,6 +20,7 @@ within 60s``, when the server had answered.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import logging
 import re
@@ -79,14 +80,14 @@ async def test_broken_results_are_error_results_and_the_session_goes_on() -> Non
 async def test_a_message_over_the_cap_is_refused_unkept_and_the_session_goes_on(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A stdio server's message over ``MAX_MESSAGE_BYTES`` (64 MiB; 1 MiB here, so the
+    """A stdio server's message over the cap (``_MAX_EVENT_SIZE``, 64 MiB; 1 MiB here, so the
     server's 2 MB ones are over it) is not kept: an answer, its ``id`` first (the Python SDK's
     order) or last (the TypeScript SDK's), fails its call at once with an error result saying
     so, and the connection goes on; a message naming no request (a 2 MB log message) ends the
     connection with a warning naming the server, its call failing at once as a lost connection,
     and the next call reconnects. Before, every message was read whole however large (and in
     time quadratic in its size): the 2 MB result arrived."""
-    monkeypatch.setattr("adk.mcp._stdio.MAX_MESSAGE_BYTES", 1024 * 1024)
+    monkeypatch.setattr("adk.mcp._servers._MAX_EVENT_SIZE", 1024 * 1024)
     async with hostile("results") as toolset:
         tools = {tool.spec.name: tool for tool in await toolset.tools()}
         for name in ("two_megabytes", "two_megabytes_id_last"):
@@ -261,7 +262,8 @@ async def test_a_listing_answered_under_its_id_as_a_string_leaves_out_the_bad_to
 class _RawHTTP(BaseHTTPRequestHandler):
     """Streamable HTTP written by hand (the ``mcp`` package's server checks what it lists): the
     ``schemas`` tools in two pages, each answer as JSON or as an SSE event (``server.sse``), under
-    the request's id or that id as a string (``server.str_ids``)."""
+    the request's id or that id as a string (``server.str_ids``). ``two_megabytes`` answers 2 MB
+    of text, ``gzipped`` the same compressed to 2 KB."""
 
     server: Any
 
@@ -295,12 +297,17 @@ class _RawHTTP(BaseHTTPRequestHandler):
             half = len(tools) // 2
             paged = {"tools": tools[:half], "nextCursor": "2"}
             result = {"tools": tools[half:]} if params.get("cursor") else paged
+        elif method == "tools/call" and params["name"] in ("two_megabytes", "gzipped"):
+            result = {"content": [{"type": "text", "text": "x" * 2_000_000}]}
         elif method == "tools/call":
             result = {"content": [{"type": "text", "text": f"{params['name']} ran"}]}
         answer_id = str(body["id"]) if self.server.str_ids else body["id"]
         data = json.dumps({"jsonrpc": "2.0", "id": answer_id, "result": result}).encode()
         self.send_response(200)
         self.send_header("Mcp-Session-Id", "raw-session")
+        if params.get("name") == "gzipped":  # 2 MB that arrive as 2 KB
+            data = gzip.compress(data)
+            self.send_header("Content-Encoding", "gzip")
         if self.server.sse:
             data = b"event: message\ndata: " + data + b"\n\n"
             self.send_header("Content-Type", "text/event-stream")
@@ -343,6 +350,27 @@ async def test_a_listing_over_streamable_http_in_pages_leaves_out_the_bad_tools(
     assert tools.keys().isdisjoint({"ok", "a_string_schema", "a_list_schema"})
     warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
     assert sum("leaves out, its tool " in w for w in warnings) == len(LEFT_OUT)
+
+
+@pytest.mark.parametrize("name", ["two_megabytes", "gzipped"])
+async def test_a_json_answer_over_the_cap_fails_its_call_at_once_and_the_session_goes_on(
+    raw_http: Any, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamable HTTP server's JSON answer over the cap (64 MiB; 1 MiB here) fails its call
+    at once, saying so, its body read no further, and the next call is answered; a compressed
+    one is capped as it inflates (2 KB of gzip, 2 MB of JSON). Before, the ``mcp`` client read
+    a JSON answer whole however large (its server-sent events alone were capped): the 2 MB
+    arrived."""
+    monkeypatch.setattr("adk.mcp._servers._MAX_EVENT_SIZE", 1024 * 1024)
+    raw_http.sse, raw_http.str_ids = False, False
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        big = await tools[name].run("{}", None)  # type: ignore[arg-type]
+        ok = await tools["wait"].run("{}", None)  # type: ignore[arg-type]
+    assert big.is_error and big.content.startswith(f"Error: tool '{name}' failed: "), big
+    assert "the server's answer was over the 1048576 bytes one MCP message may be" in big.content
+    assert ok.content == "wait ran" and not ok.is_error
 
 
 SURFACE = {

@@ -42,10 +42,12 @@ __all__ = ["HTTPServer", "SSEServer", "ServerConfig", "StdioServer"]
 # request (a POST) is awaited without a read timeout (see ``_RefusalWatch``). Over SSE answers come
 # on the event stream, so a call silent for longer than this ends the connection.
 _SSE_READ_TIMEOUT = 300.0
-# The largest server-sent event a streamable HTTP server may answer with. The mcp client's default
-# (1 MiB) refused larger results — a file, a screenshot — from handshake-era servers, which answer
-# every request as an event, while the same result answered as JSON (no limit there) or over stdio
-# arrived. This bounds only what a misbehaving server can make the client buffer for one answer.
+# The largest message an MCP server may send: a server-sent event or a JSON answer over streamable
+# HTTP, a line over stdio (``_stdio``). The mcp client's default for an event (1 MiB) refused larger
+# results — a file, a screenshot — from handshake-era servers, which answer every request as an
+# event, while the same result answered as JSON or over stdio (no limit there then) arrived. This
+# bounds what a misbehaving server can make the client buffer for one answer; large enough for a
+# file or screenshot as base64 (a checkpoint holds a part of at most 20 MiB, MAX_PART_BYTES).
 _MAX_EVENT_SIZE = 64 * 1024 * 1024
 
 
@@ -207,6 +209,56 @@ async def _bounded(response: httpx2.Response) -> httpx2.Response:
     )
 
 
+async def _capped(request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+    """``response``, the answer to a POST, or, when it is a JSON answer (not an event stream, whose
+    events the ``mcp`` client caps) over ``_MAX_EVENT_SIZE`` bytes once decoded, an answer of a
+    JSON-RPC error saying so under the request's id, the body read no further and its connection
+    let go. The ``mcp`` client reads a JSON answer whole, however large (a server answering 500
+    MB, or a compressed body that inflates a thousandfold). Read here in full (the client would
+    read it at once anyway); decoded as it comes, so a compressed body is capped as it inflates."""
+    if not response.headers.get("content-type", "").lower().startswith("application/json"):
+        return response
+    limit = _MAX_EVENT_SIZE
+    parts: list[bytes] = []
+    size = 0
+    async for part in response.aiter_bytes():
+        size += len(part)
+        if size > limit:
+            break
+        parts.append(part)
+    await response.aclose()
+    if size <= limit:
+        headers = [
+            (name, value)
+            for name, value in response.headers.raw
+            if name.lower() not in (b"content-length", b"transfer-encoding", b"content-encoding")
+        ]
+        return httpx2.Response(
+            response.status_code,
+            headers=headers,
+            content=b"".join(parts),
+            extensions=response.extensions,
+        )
+    parts.clear()
+    try:
+        asked = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        asked = None
+    request_id = asked.get("id") if isinstance(asked, dict) else None
+    why = (
+        f"the server's answer was over the {limit} bytes one MCP message may be: it was dropped "
+        "unread"
+    )
+    refusal = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": why}}
+    return httpx2.Response(
+        response.status_code,
+        headers=[(b"content-type", b"application/json")]
+        + [(n, v) for n, v in response.headers.raw if n.lower() == b"mcp-session-id"],
+        content=json.dumps(refusal).encode(),
+        extensions=response.extensions,
+    )
+
+
 async def _failure_text(response: httpx2.Response) -> str:
     """``HTTP 401 Unauthorized: <what the body says, up to 300 characters>``, or "" for a JSON-RPC
     error: the mcp client reports its message, so the body would only repeat it, as raw JSON in
@@ -280,6 +332,12 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
         self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._watched(request)
+        if request.method == "POST" and response.status_code < 300:
+            return await _capped(request, response)
+        return response
+
+    async def _watched(self, request: httpx2.Request) -> httpx2.Response:
         if request.method == "POST" and not _is_listen(request):
             timeouts = request.extensions.get("timeout")
             if isinstance(timeouts, dict):
@@ -514,7 +572,9 @@ class StdioServer:
             env=dict(self.env) if self.env is not None else None,
             cwd=os.fspath(self.cwd) if self.cwd is not None else None,
         )
-        return stdio_transport(params, errlog=_child_stderr(), shown=str(self))
+        return stdio_transport(
+            params, errlog=_child_stderr(), shown=str(self), limit=_MAX_EVENT_SIZE
+        )
 
     def _redact(self, text: str) -> str:
         return text

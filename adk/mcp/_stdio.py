@@ -5,8 +5,8 @@ for each chunk of 64 KiB read: a message arriving in many chunks is copied and s
 each one, quadratic in its size, in the event loop (a 32 MB tool result took 17 seconds of CPU, a
 200 MB one tens of minutes, every run the process serves slowed meanwhile), and held whole however
 large it grows. This reader keeps a message's chunks in a list and looks for the line's end in
-each new chunk only: linear. A message longer than ``MAX_MESSAGE_BYTES`` (the cap an
-``HTTPServer``'s single event has) is not kept: the rest of its line is read and dropped, its
+each new chunk only: linear. A message longer than the cap it is given (64 MiB, the one an
+``HTTPServer``'s single event has: ``_servers._MAX_EVENT_SIZE``) is not kept: the rest of its line is read and dropped, its
 start and end kept to find whose answer it is, and that request is answered with an error saying
 so (the tool's call gets an error result; the connection goes on). One naming no request it can
 be told to answer (a notification, or an answer whose ``id`` is in neither its first nor its last
@@ -35,16 +35,9 @@ from mcp.shared.message import SessionMessage
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
 
-__all__ = ["MAX_MESSAGE_BYTES", "stdio_transport"]
+__all__ = ["stdio_transport"]
 
 logger = logging.getLogger("adk.mcp")
-
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-"""The largest message (one line of JSON-RPC, in bytes) a stdio server may send: the cap an
-``HTTPServer``'s single server-sent event has (``_servers._MAX_EVENT_SIZE``), so one answer is
-bounded the same whatever the transport. Large enough for a file or a screenshot as base64 (a
-checkpoint holds a part of at most 20 MiB, ``MAX_PART_BYTES``); what is over it is a server
-misbehaving, or a result no model's context takes."""
 
 # How much of an oversized message's start and end is kept to find its ``id``.
 _EDGE = 512
@@ -143,11 +136,10 @@ def _refusal(request_id: int | str, why: str) -> SessionMessage:
 
 @asynccontextmanager
 async def stdio_transport(
-    server: StdioServerParameters, errlog: TextIO, shown: str
+    server: StdioServerParameters, errlog: TextIO, shown: str, limit: int
 ) -> AsyncGenerator[TransportStreams, None]:
     """``mcp.client.stdio.stdio_client(server, errlog)`` reading lines linearly and refusing one
-    over ``MAX_MESSAGE_BYTES`` (see the module docstring); ``shown`` names the server in what
-    it says."""
+    over ``limit`` bytes (see the module docstring); ``shown`` names the server in what it says."""
     mcp_stdio: Any = _mcp_stdio  # its helpers are private: read as the package's stdio_client
     command = await mcp_stdio._get_executable_command(server.command)
     process = await mcp_stdio._create_platform_compatible_process(
@@ -164,7 +156,6 @@ async def stdio_transport(
     write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
     shutting_down = False
     writer_done = anyio.Event()
-    limit = MAX_MESSAGE_BYTES
     parse_line = mcp_stdio._parse_line
 
     def unread(line: bytes | _Oversized) -> SessionMessage | Exception | None:

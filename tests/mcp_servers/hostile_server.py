@@ -99,6 +99,10 @@ a 2 MB log notification (naming no request) before a short answer, and a result 
 characters (its argument); and an answer whose text holds bytes that are not UTF-8
 (``not_utf8``)."""
 
+GZIPPED = "gzipped"
+"""A tool the hand-written HTTP server of ``test_hostile_mcp`` answers with 2 MB compressed to
+2 KB (here it is an ordinary tool)."""
+
 TOGETHER = ("wait", "misaddressed")
 """Tools whose calls are answered once both came (see ``_misaddressed``)."""
 
@@ -127,7 +131,7 @@ def _tools(kind: str) -> list[Any]:
         if kind == "clashing_one":
             return clashing[:1]
         return clashing[::-1] if kind == "clashing_reversed" else clashing
-    named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE, *OVERSIZED)
+    named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE, *OVERSIZED, GZIPPED)
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
