@@ -316,6 +316,25 @@ async def test_an_endless_stream_of_empty_chunks_ends_with_its_reader(
     assert server.open_connections == 0, "the connection was kept"
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_token_counts_negative_or_past_64_bits_are_kept_as_the_server_reports_them(
+    server: OpenAIServer, stream: bool
+) -> None:
+    """docs/security.md: pyadk bounds nothing by a server's token counts, so it keeps them as
+    they came, a negative count and one past 64 bits too, summed into the run's usage: the run
+    ends with its answer, and a service billing by them sees what the server said."""
+    server.script(Reply(text="one", usage=(-5, 2**70)), Reply(text="two", usage=(2**70, -7)))
+    async with wire_model(server, retry=ONCE, timeout=GUARD) as model:
+        runner = Runner(ReActAgent("r", model=model), enable_streaming=stream)
+        first = await runner.invoke("hi")
+        second = await runner.invoke("again")
+    assert (first.text, second.text) == ("one", "two")
+    assert first.usage is not None and second.usage is not None
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (-5, 2**70)
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (2**70, -7)
+    assert first.usage.total_tokens == 2**70 - 5
+
+
 # -- whole answers ------------------------------------------------------------------------------
 
 COMPLETION = {
