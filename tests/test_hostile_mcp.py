@@ -37,6 +37,7 @@ from mcp_servers.hostile_server import _tools as hostile_tools
 from adk import RunError, Runner
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
+from adk.mcp._stdio import _request_id
 from adk.messages import Role
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -122,6 +123,33 @@ async def test_an_answer_that_is_not_utf8_fails_its_call_at_once_and_the_session
         assert "the server's answer is not utf-8 text (invalid start byte at byte" in bad.content
         ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
         assert not ok.is_error and ok.content == "ok ran"
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "found"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 7, "result": {"content": [', b"]}}", 7),
+        (b'{"id":"a\\"b","result":{', b"}}", 'a"b'),
+        (b'{"result": {"content": [', b'"]}, "jsonrpc": "2.0", "id": -3}\r', -3),
+        # A request of the server's own in the TypeScript SDK's order: its id is no call's.
+        (
+            b'{"method": "sampling/createMessage", "params": {',
+            b', "jsonrpc": "2.0", "id": 5}',
+            None,
+        ),
+        # A notification whose params end with an "id" of their own.
+        (b'{"jsonrpc": "2.0", "method": "notifications/message", ', b', "id": 5}}', None),
+        (b'{"result": {"id": 5, "content": [', b"]}}", None),  # an id inside the result
+    ],
+)
+def test_the_call_an_unreadable_line_answers_is_found_only_as_the_messages_own_id(
+    head: bytes, tail: bytes, found: object
+) -> None:
+    """Whose answer a line over the cap (or not UTF-8) is, read from its first and last bytes:
+    the message's own ``id``, first (the Python SDK's order) or last (the TypeScript SDK's);
+    never an id inside its result or params, nor a request's of the server's own, which would
+    fail a call of the client's under the same number."""
+    assert _request_id(head, tail) == found
 
 
 @pytest.mark.timeout(30)  # the quadratic reading took a minute (no timing is asserted otherwise)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, cast
 from urllib.parse import urlsplit
 
+import anyio
 import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
@@ -221,12 +222,15 @@ async def _capped(request: httpx2.Request, response: httpx2.Response) -> httpx2.
     limit = _MAX_EVENT_SIZE
     parts: list[bytes] = []
     size = 0
-    async for part in response.aiter_bytes():
-        size += len(part)
-        if size > limit:
-            break
-        parts.append(part)
-    await response.aclose()
+    try:
+        async for part in response.aiter_bytes():
+            size += len(part)
+            if size > limit:
+                break
+            parts.append(part)
+    finally:  # the client never sees this response to close it: its connection let go here
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
     if size <= limit:
         headers = [
             (name, value)

@@ -6,12 +6,13 @@ each one, quadratic in its size, in the event loop (a 32 MB tool result took 17 
 200 MB one tens of minutes, every run the process serves slowed meanwhile), and held whole however
 large it grows. This reader keeps a message's chunks in a list and looks for the line's end in
 each new chunk only: linear. A message longer than the cap it is given (64 MiB, the one an
-``HTTPServer``'s single event has: ``_servers._MAX_EVENT_SIZE``) is not kept: the rest of its line is read and dropped, its
-start and end kept to find whose answer it is, and that request is answered with an error saying
-so (the tool's call gets an error result; the connection goes on). One naming no request it can
-be told to answer (a notification, or an answer whose ``id`` is in neither its first nor its last
-few hundred bytes) ends the connection, with a warning naming the server: a request it answered
-would otherwise wait out its whole timeout.
+``HTTPServer``'s single event has: ``_servers._MAX_EVENT_SIZE``) is not kept: the rest of its
+line is read and dropped, its start and end kept to find whose answer it is, and that request is
+answered with an error saying so (the tool's call gets an error result; the connection goes on).
+One naming no request it can be told to answer (a notification or a request of the server's, or
+an answer whose ``id`` is in neither its first nor its last few hundred bytes) ends the
+connection, with a warning naming the server: a request it answered would otherwise wait out its
+whole timeout. A line that is not text in the server's encoding (UTF-8) is treated alike.
 
 Everything else (the process's spawn in its own process group, the environment, the shutdown
 sequence, the writer) is the package's own, called as its ``stdio_client`` calls it.
@@ -45,6 +46,9 @@ _EDGE = 512
 _ID_FIRST = re.compile(
     rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,200}")\s*,'
 )
+# ``{"method": ...`` or ``{"jsonrpc": "2.0", "method": ...``: a message of the server's own, whose
+# ``id`` (a request's, last in the TypeScript SDK's order) is no request of the client's.
+_METHOD_FIRST = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"method"\s*:')
 # ``..., "jsonrpc": "2.0", "id": 7}`` (the TypeScript SDK writes the result first).
 _ID_LAST = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,200}")\s*\}\s*\Z')
 
@@ -63,6 +67,8 @@ class _Oversized:
 def _request_id(head: bytes, tail: bytes) -> int | str | None:
     """The id of the request a line answers, if its start (``head``) or end (``tail``) shows it
     as the object's own member; None otherwise (a notification, an id in the middle)."""
+    if _METHOD_FIRST.match(head):  # a request or notification (the TypeScript SDK's order)
+        return None
     found = _ID_FIRST.match(head) or _ID_LAST.search(tail)
     if found is None:
         return None
