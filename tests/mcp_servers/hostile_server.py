@@ -86,7 +86,8 @@ whose result is not an object (``batched_unreadable``)."""
 
 SAMPLE = "sample"
 """A tool whose call sends the client the sampling request given as its ``params`` argument
-(as it is, however broken) and answers with the client's answer, as JSON text."""
+(as it is, however broken; an elicitation request with ``method``: ``elicitation/create``) and
+answers with the client's answer, as JSON text."""
 
 CLASHING = ("a.b", "a b", "a-b")
 """Tools listed by ``clashing`` (in this order) and ``clashing_reversed``: ``a.b`` and ``a b``
@@ -205,7 +206,7 @@ def main(kind: str) -> None:
             sampling = {
                 "jsonrpc": "2.0",
                 "id": "sampling",
-                "method": "sampling/createMessage",
+                "method": asked.get("method", "sampling/createMessage"),
                 "params": asked.get("params"),
             }
             _send([sampling] if asked.get("batch") else sampling)  # alone or in a batch
