@@ -39,7 +39,7 @@ from adk import (
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.flow import with_sub_agents
 from adk.interrupts import Interrupt
-from adk.mcp import HTTPServer, MCPToolset, StdioServer
+from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
 from adk.messages import MessageChunk, Role
 from adk.models import ModelError, RetryPolicy
 from adk.models.openai import _SAID_SHOWN as SAID_SHOWN  # how much of an answer is quoted
@@ -717,6 +717,27 @@ async def test_a_stdio_server_gets_none_of_the_parents_secrets(
 
 
 # -- MCP servers ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [HTTPServer, SSEServer])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Bearer sk-head-123\n",
+        " Bearer sk-head-123",
+        "Bearer sk-head-123\x1b[2J",
+        "Bearer sk-head-123é",
+    ],
+)
+def test_an_mcp_header_value_http_cannot_send_is_refused_without_showing_it(
+    kind: type[HTTPServer | SSEServer], value: str
+) -> None:
+    """docs/security.md: an ``HTTPServer``'s or ``SSEServer``'s header value HTTP does not allow
+    (a token read from a file keeps its newline; a control character, non-ASCII) is refused where
+    the server is described, naming the header, not the value."""
+    with pytest.raises(ValueError, match="header 'Authorization' has a value HTTP does not") as e:
+        kind("https://tools.example/mcp", headers={"Authorization": value})
+    assert "sk-head" not in str(e.value)
 
 
 async def test_a_header_value_an_mcp_server_quotes_back_is_masked() -> None:
