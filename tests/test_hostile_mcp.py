@@ -37,6 +37,7 @@ from mcp_servers.hostile_server import _tools as hostile_tools
 from adk import RunError, Runner
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
+from adk.mcp import _stdio as stdio_reader
 from adk.mcp._stdio import _request_id
 from adk.messages import Role
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -88,6 +89,10 @@ async def test_a_message_over_the_cap_is_refused_unkept_and_the_session_goes_on(
     connection with a warning naming the server, its call failing at once as a lost connection,
     and the next call reconnects. Before, every message was read whole however large (and in
     time quadratic in its size): the 2 MB result arrived."""
+    assert stdio_reader.READABLE, (
+        "the installed mcp package lacks the private stdio helpers adk.mcp._stdio calls "
+        f"({', '.join(stdio_reader._HELPERS)}): StdioServer fell back to its stdio_client"
+    )
     monkeypatch.setattr("adk.mcp._servers._MAX_EVENT_SIZE", 1024 * 1024)
     async with hostile("results") as toolset:
         tools = {tool.spec.name: tool for tool in await toolset.tools()}

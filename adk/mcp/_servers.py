@@ -26,11 +26,11 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from .._urls import redacted_url as _redacted
-from ._stdio import stdio_transport
+from . import _stdio
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -576,7 +576,9 @@ class StdioServer:
             env=dict(self.env) if self.env is not None else None,
             cwd=os.fspath(self.cwd) if self.cwd is not None else None,
         )
-        return stdio_transport(
+        if not _stdio.READABLE:  # an mcp release without the helpers it calls
+            return stdio_client(params, errlog=_child_stderr())
+        return _stdio.stdio_transport(
             params, errlog=_child_stderr(), shown=str(self), limit=_MAX_EVENT_SIZE
         )
 

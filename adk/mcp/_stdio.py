@@ -36,9 +36,23 @@ from mcp.shared.message import SessionMessage
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
 
-__all__ = ["stdio_transport"]
+__all__ = ["READABLE", "stdio_transport"]
 
 logger = logging.getLogger("adk.mcp")
+
+_HELPERS = (
+    "_get_executable_command",
+    "_create_platform_compatible_process",
+    "_parse_line",
+    "_drain_stdout",
+    "_stop_server_process",
+    "_aclose_all",
+    "_WRITER_FLUSH_TIMEOUT",
+)
+READABLE = all(hasattr(_mcp_stdio, name) for name in _HELPERS)
+"""Whether the installed ``mcp`` package has the private helpers this transport calls (those of
+``mcp`` 2.3): without them, a StdioServer falls back to the package's own ``stdio_client``
+(quadratic, uncapped; the tests of the cap fail, saying so) rather than failing to connect."""
 
 # How much of an oversized message's start and end is kept to find its ``id``.
 _EDGE = 512
