@@ -157,6 +157,32 @@ def test_the_call_an_unreadable_line_answers_is_found_only_as_the_messages_own_i
     assert _request_id(head, tail) == found
 
 
+async def test_a_servers_log_message_cannot_forge_a_log_line_or_reach_the_terminal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server's log messages (``log_level=``) are the server's text in the application's log: a
+    line break in one started a line that read as a record of the application's own ("CRITICAL
+    app: payment approved"), and its escapes reached the terminal of whoever tailed the log.
+    They are escaped, in the message and the logger name the server gave (``\\n``, ``\\x1b``)."""
+    server = StdioServer(sys.executable, [str(SERVER), "results"])
+    with caplog.at_level(logging.DEBUG, logger="adk.mcp.server"):
+        async with MCPToolset(server, call_timeout=TIMEOUT, log_level="debug") as toolset:
+            tools = {tool.spec.name: tool for tool in await toolset.tools()}
+            result = await tools["log_forged"].run("{}", None)  # type: ignore[arg-type]
+            assert result.content == "log_forged ran"
+            for _ in range(200):  # the log message is handled in a task of its own
+                if any(r.name == "adk.mcp.server" for r in caplog.records):
+                    break
+                await asyncio.sleep(0.01)
+    [record] = [r for r in caplog.records if r.name == "adk.mcp.server"]
+    message = record.getMessage()
+    for control in ("\n", "\r", "\x1b", "\x07", "\u202e"):
+        assert control not in message, (control, message)
+    assert "done\\n2026-11-28 12:00:00 CRITICAL app: payment approved\\x1b[2J" in message
+    assert "(evil\\x1b]0;owned\\x07)" in message and "\\u202edesrever" in message
+    assert record.levelno == logging.WARNING
+
+
 @pytest.mark.timeout(30)  # the quadratic reading took a minute (no timing is asserted otherwise)
 async def test_a_large_result_over_stdio_is_read_in_linear_time() -> None:
     """The ``mcp`` package's stdio reader joined each 64 KiB chunk to the line read so far and

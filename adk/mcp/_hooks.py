@@ -95,6 +95,27 @@ _PYTHON_LEVEL = {
 }
 
 
+# What a server's log text may not bring into a log record as it is: a line break would start a
+# line that reads as another record of the application's own (a forged "CRITICAL ..." line), and
+# the C0 and C1 controls, DEL and the bidirectional overrides and isolates act on, or reorder, the
+# terminal of an operator reading the log. Each is written as its escape (tab stays).
+_LOG_UNSAFE = {
+    **{
+        code: f"\\x{code:02x}"
+        for code in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))
+    },
+    0x0A: "\\n",
+    0x0D: "\\r",
+    **{code: f"\\u{code:04x}" for code in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F))},
+    **{code: f"\\u{code:04x}" for code in (*range(0x2066, 0x206A), 0x2028, 0x2029)},
+}
+
+
+def _loggable(text: str) -> str:
+    """``text``, a server's, with what ``_LOG_UNSAFE`` names escaped."""
+    return text.translate(_LOG_UNSAFE)
+
+
 @dataclass(frozen=True, slots=True)
 class MCPProgress:
     """A progress report of a running MCP tool call: ``tool`` as the model sees it (``prefix``
@@ -587,13 +608,15 @@ def log_forwarder(server: ServerConfig, level: LoggingLevel) -> LoggingFnT:
             return
         data = params.data
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-        source = f"{server} ({params.logger})" if params.logger else str(server)
+        # The server's words are escaped (``_LOG_UNSAFE``): it cannot forge a line of the log.
+        named = _loggable(params.logger) if params.logger else params.logger
+        source = f"{server} ({named})" if named else str(server)
         server_logger.log(
             _PYTHON_LEVEL[params.level],
             "MCP server '%s': %s",
             source,
-            text,
-            extra={"mcp_server": str(server), "mcp_logger": params.logger},
+            _loggable(text),
+            extra={"mcp_server": str(server), "mcp_logger": named},
         )
 
     return forward
