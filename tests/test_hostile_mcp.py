@@ -59,6 +59,8 @@ BROKEN = {
     "structured_a_list": "ValidationError",
     "image_not_base64": "ValidationError",
     "a_list": r"the server's answer could not be read by the MCP client \(result: ",
+    # Nested past Python's parser too: it waited out call_timeout ('timed out after 30s').
+    "too_deep": r"could not be read by the MCP client \(Invalid JSON: recursion limit exceeded",
 }
 
 

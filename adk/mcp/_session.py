@@ -220,12 +220,30 @@ def _read_unreadable(exc: Exception) -> tuple[dict[str, Any], list[Any]] | None:
 
             try:
                 message = json.loads(given)
-            except (ValueError, RecursionError):
+            except RecursionError:
+                # Nested past Python's parser too (a result 100,000 levels deep): the answer's
+                # own id, at its start or end, is read as the stdio reader reads it.
+                message = _answered_id(given)
+            except ValueError:
                 return None
             break
     if not isinstance(message, dict) or not errors:
         return None
     return message, errors
+
+
+def _answered_id(text: str | bytes) -> dict[str, Any] | None:
+    """``{"id": ...}`` of the answer ``text``, a message too deeply nested to parse, when its
+    start or end shows its own ``id`` (``_stdio._request_id``); else None."""
+    from ._stdio import _EDGE, _request_id
+
+    if isinstance(text, str):  # the edges only are encoded, not a message of megabytes
+        found = _request_id(
+            text[:_EDGE].encode(errors="replace"), text[-_EDGE:].encode(errors="replace")
+        )
+    else:
+        found = _request_id(text[:_EDGE], text[-_EDGE:])
+    return None if found is None else {"id": found}
 
 
 def _batch(exc: Exception) -> list[Any] | None:

@@ -9,7 +9,7 @@ name listed twice, and tools whose results break ``CallToolResult``: content blo
 type, text that is not a string, content that is not a list, no content at all, a result that is a list, ``isError`` that
 is not a bool, structured content that is not an object, an image whose data is not base64, a
 result of 2 MB (with its ``id`` last too), a 2 MB log message, a result as large as asked
-(``OVERSIZED``). Two calls made together show that a message which is no answer is not taken for
+(``OVERSIZED``), structured content nested 100,000 levels deep (``too_deep``). Two calls made together show that a message which is no answer is not taken for
 the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` came too, and
 before both are answered the server sends messages that name the waiting call's id inside
 another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
@@ -142,7 +142,7 @@ def _tools(kind: str) -> list[Any]:
             return clashing[:1]
         return clashing[::-1] if kind == "clashing_reversed" else clashing
     named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE, *OVERSIZED, GZIPPED)
-    named += ("log_forged",)
+    named += ("log_forged", "too_deep")
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
@@ -227,6 +227,14 @@ def main(kind: str) -> None:
             else:
                 return
             _send({"jsonrpc": "2.0", "id": request["id"], "result": _text(json.dumps(answer))})
+            continue
+        if request.get("method") == "tools/call" and name == "too_deep":
+            # Structured content nested past Python's own parser (json.dumps cannot write it).
+            deep = '{"a": ' * 100_000 + "1" + "}" * 100_000
+            content = '{"content": [{"type": "text", "text": "x"}], "structuredContent": '
+            answer = '{"jsonrpc": "2.0", "id": ' + json.dumps(request["id"]) + ', "result": '
+            sys.stdout.write(answer + content + deep + "}}\n")
+            sys.stdout.flush()
             continue
         if request.get("method") == "tools/call" and name == "log_forged":
             _send({"jsonrpc": "2.0", "method": "notifications/message", "params": FORGED_LOG})
