@@ -14,7 +14,12 @@ an answer that came (the server answered; the client could not read it).
 Found so far: an answer the ``mcp`` client cannot parse as JSON-RPC (a result that is a list,
 JSON nested past its parser's limit) was dropped by the client, so its request waited out the
 whole ``call_timeout`` (60 s by default) and failed as ``timed out after 60s`` / ``did not answer
-within 60s``, when the server had answered.
+within 60s``, when the server had answered. So did an answer nested past Python's own parser, and
+one that was not UTF-8 (every later call on the connection too). The ``mcp`` stdio reader took
+time quadratic in a message's size (32 MB: 17 s of CPU in the event loop) and kept any message
+whole, as its streamable HTTP client kept a JSON answer: one is now capped at 64 MiB whatever
+the transport. A server's log messages reached the application's log as they came (a forged
+line, a terminal's escapes).
 """
 
 from __future__ import annotations
