@@ -3,7 +3,7 @@
 The package's reader splits the server's stdout into lines as ``(buffer + chunk).split("\\n")``
 for each chunk of 64 KiB read: a message arriving in many chunks is copied and scanned again at
 each one, quadratic in its size, in the event loop (a 32 MB tool result took 17 seconds of CPU, a
-200 MB one tens of minutes, every run the process serves slowed meanwhile), and held whole however
+200 MB one about ten minutes, every run the process serves slowed meanwhile), and held whole however
 large it grows. This reader keeps a message's chunks in a list and looks for the line's end in
 each new chunk only: linear. A message longer than the cap it is given (64 MiB, the one an
 ``HTTPServer``'s single event has: ``_servers._MAX_EVENT_SIZE``) is not kept: the rest of its
