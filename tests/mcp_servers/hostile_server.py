@@ -9,8 +9,9 @@ name listed twice, and tools whose results break ``CallToolResult``: content blo
 type, text that is not a string, content that is not a list, no content at all, a result that is a list, ``isError`` that
 is not a bool, structured content that is not an object, an image whose data is not base64, a
 result of 2 MB (with its ``id`` last too), a 2 MB log message, a result as large as asked
-(``OVERSIZED``), structured content nested 100,000 levels deep (``too_deep``). Two calls made together show that a message which is no answer is not taken for
-the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` came too, and
+(``OVERSIZED``), structured content nested 100,000 levels deep (``too_deep``), a log message
+forging a line (``log_forged``). Two calls made together show that a message which is no answer
+is not taken for the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` came too, and
 before both are answered the server sends messages that name the waiting call's id inside
 another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
 ``params``), none of them an answer to it. ``batched`` and ``batched_unreadable`` are answered in
