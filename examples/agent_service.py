@@ -222,22 +222,34 @@ class SessionStream(StreamingResponse):
     span) until the response ends, however it ends. Not in the body's ``finally``: a generator's
     ``finally`` runs only once it has started, and a server whose ``send`` raises once its client
     is gone (as ASGI 2.4 asks) fails the response at its start, before the body's first step: the
-    session would answer 409 for good. (uvicorn's does not raise: there the body always starts.)"""
+    session would answer 409 for good. (uvicorn's does not raise: there the body always starts.)
+    ``run``: a run that started before the response (a resume's, whose first event the handler
+    read), closed here too: a body that never started never closed it, and it stayed suspended,
+    its spans open and its checkpoint claimed, until the collector found it."""
 
     def __init__(
-        self, body: AsyncGenerator[str, None], give_back: Callable[[], None], span: trace.Span
+        self,
+        body: AsyncGenerator[str, None],
+        give_back: Callable[[], None],
+        span: trace.Span,
+        run: AsyncGenerator[adk.AgentEvent, None] | None = None,
     ) -> None:
         super().__init__(body, media_type="text/event-stream")
         self.body = body
         self.give_back = give_back
         self.span = span
+        self.run = run
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
             try:
-                await self.body.aclose()  # a body cut off at a yield: its run is closed now
+                try:
+                    await self.body.aclose()  # a body cut off at a yield: its run is closed now
+                finally:
+                    if self.run is not None:  # closed by the body, unless it never started
+                        await self.run.aclose()
             finally:
                 self.give_back()
                 self.span.end()
@@ -486,7 +498,7 @@ def build_app(
             if session_id is not None and not paused and not failed:
                 sessions.ended(session_id, events)
 
-        return SessionStream(_in_span(span, body()), give_back, span)
+        return SessionStream(_in_span(span, body()), give_back, span, events)
 
     routes = [
         Route("/sessions/{session_id}/messages", post_message, methods=["POST"]),

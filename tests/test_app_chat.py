@@ -972,3 +972,74 @@ async def test_the_service_pages_resume_handler_answers_a_resume_that_says_nothi
         finally:
             server.should_exit = True
             await serving
+
+
+async def _asgi_post(
+    app: Any, path: str, body: Any, send: Any = None, spec: str = "2.4"
+) -> list[dict[str, Any]]:
+    """``body`` POSTed to ``app`` as an ASGI server would, no server between: the messages the
+    app sent (``send``, when given, sends them instead)."""
+    sent: list[dict[str, Any]] = []
+    requested = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if requested:
+            return requested.pop()
+        await asyncio.Event().wait()  # the client stays: no disconnect
+        return {}
+
+    async def keep(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": spec},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    await app(scope, receive, send or keep)
+    return sent
+
+
+async def test_the_example_services_resume_whose_response_never_starts_closes_its_run(
+    tmp_path: Path,
+) -> None:
+    """The resume handler reads the resumed run's first event before it answers, so the run has
+    started by then; a server whose ``send`` raises once its client is gone (ASGI 2.4) fails the
+    response at its start, before its body's first step, and the body, which closes the run,
+    never ran: the run stayed suspended, its ``invoke_agent`` span open under a request span
+    that had ended, its checkpoint claimed, until the collector found the generator."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from starlette.requests import ClientDisconnect
+
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    example = _example_service("_chat_agent_service_unstarted")
+    example.payment_done.set()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    app = example.build_app(tmp_path / "unused.db", provider, InMemoryCheckpointStore())
+
+    async def gone(message: dict[str, Any]) -> None:
+        raise OSError("the client is gone")
+
+    async with app.router.lifespan_context(app):
+        sent = await _asgi_post(app, "/sessions/s1/messages", {"message": "pay"})
+        text = b"".join(m.get("body", b"") for m in sent).decode()
+        paused = json.loads(text.split("event: paused\ndata: ", 1)[1].split("\n", 1)[0])
+        exporter.clear()
+        with pytest.raises(ClientDisconnect):
+            await _asgi_post(app, f"/resume/{paused['checkpoint_id']}", {"decision": True}, gone)
+        ended = [span.name for span in exporter.get_finished_spans()]
+        assert "POST /resume/{checkpoint_id}" in ended
+        assert "invoke_agent clerk" in ended, ended  # the resumed run was closed, not left
