@@ -113,8 +113,9 @@ class _Frame:
         otel: Context | None = None,
     ) -> None:
         self.agent = agent
-        # None once its span has ended (``agent_end``) or its tool call returned: the context's
-        # ``_trace`` is this frame, so kept, each traced run left the two in a reference cycle.
+        # None once its span has ended (``agent_end``, or a failing ``before_agent`` in
+        # ``agent_start``) or its tool call returned: the context's ``_trace`` is this frame,
+        # so kept, each traced run left the two in a reference cycle.
         self.ctx: RunContext | None = ctx
         self.address = address
         self.run_path = ctx.run_path
@@ -250,6 +251,7 @@ class _Instrumented(Hooks):
                         tracing.end_agent(
                             frame.span, timed_out, None, cancelled=cancelled, measure=measure
                         )
+                frame.ctx = None  # no agent_end to let go of it: no cycle left behind
                 raise
             if answer is not None:
                 if resumed:

@@ -113,6 +113,11 @@ class _Raiser(BaseAgent):
         yield AgentEvent.of("never")
 
 
+def _refuse(agent: adk.Agent, ctx: RunContext) -> None:
+    """A ``before_agent`` callback that fails (a policy service down): the agent never runs."""
+    raise ConnectionError("policy service down")
+
+
 def _ours(obj: object) -> bool:
     """Whether a collected object belongs to a run: a frame of pyadk's code or a pyadk object."""
     if isinstance(obj, types.FrameType):
@@ -252,6 +257,10 @@ def _shapes(traced: bool = False) -> dict[str, Callable[[], Awaitable[None]]]:
             make(ReActAgent("r", ScriptedModel(_answer_then(bad_args)), tools=[add]))
         ),
         "agent raises": _invoke(make(_Raiser("x")), fails=True),
+        "before_agent raises": _invoke(
+            make(ReActAgent("r", done), callbacks=[adk.Callbacks(before_agent=_refuse)]),
+            fails=True,
+        ),
         "model raises": _invoke(make(ReActAgent("r", model_down)), fails=True),
         "model raises, streamed": _events(make(ReActAgent("r", model_down), enable_streaming=True)),
         "sequence": _invoke(
