@@ -1258,14 +1258,16 @@ def _record_exception(span: Span, exc: BaseException, shown: str | None) -> None
     )
 
 
-def _content_free(exc: Exception) -> str | None:
+def _content_free(exc: Exception, depth: int = 100) -> str | None:
     """What to record of ``exc``, when content is not captured, in place of a text that is content
     (None when its text is not): a ``ToolError``'s is the tool's answer to the model, as
     ``ToolResult.error``'s is (recorded as ``_TOOL_ERROR``); a pydantic ``ValidationError``'s
     quotes each value it refused (``input_value=...``), a model's argument as often as not, so it
     is recorded by where and why it failed, without the values. Any other exception pyadk marked
     with the text it has without what it quotes (``tools.base._own_words``: an
-    ``OutputSchemaError`` repeating a model's refusal) is recorded as that text."""
+    ``OutputSchemaError`` repeating a model's refusal) is recorded as that text, and a wrapper
+    that names its cause and quotes it (``_names_cause``: an ``ActionError``) with the quote
+    replaced by the cause's content-free text (``depth``: a bounded walk, a chain may loop)."""
     own = getattr(exc, "_adk_content_free", None)
     if type(own) is str and not isinstance(exc, ToolError):
         return own
@@ -1285,6 +1287,15 @@ def _content_free(exc: Exception) -> str | None:
         )
         count = exc.error_count()
         return f"{count} validation error{'s' if count != 1 else ''} for {exc.title}: {problems}"
+    cause = exc.__cause__
+    if depth and isinstance(cause, Exception) and getattr(exc, "_names_cause", False):
+        # A wrapper that says where its cause failed and quotes it (``adk.actions.ActionError``):
+        # the quote told without its content, the wrapper's own words kept.
+        inner = _content_free(cause, depth - 1)
+        quoted = str(cause)
+        text = str(exc)
+        if inner is not None and quoted and quoted in text:
+            return text.replace(quoted, inner)
     return None
 
 

@@ -26,6 +26,7 @@ from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixt
 
 import adk
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, RunError, Runner
+from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.models import RetryPolicy
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tracing import CAPTURE_CONTENT_ENV
@@ -187,3 +188,37 @@ async def test_an_agent_failing_after_a_forwarded_inner_error_is_described_by_it
     assert SECRET not in _told(spans)
     for name in ("invoke_agent caller", "invoke_agent steps"):
         assert _by_name(spans, name).status.description == "ConnectionError: model down"
+
+
+class _CheckingActions(ActionAgent):
+    """An event-driven agent whose action reads the account as ``_Validating`` does."""
+
+    @action(InputEvent)
+    def check(self, event: InputEvent, ctx: ActionContext) -> None:
+        _Checked.model_validate({"account": event.input})
+        ctx.send_event(OutputEvent(output="checked"))
+
+
+async def test_a_validation_error_an_action_raised_is_recorded_without_its_values(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``ActionError`` says which action failed and quotes what it raised: a pydantic
+    ``ValidationError``'s values were on the agent's span and every ancestor's, wrapped, where
+    the same error raised by the agent itself was kept off them."""
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    app = adk.SequentialAgent("steps", [_CheckingActions("checker")])
+    with pytest.raises(RunError, match=SECRET):  # the run's error is the caller's: all of it
+        await Runner(app, tracer_provider=provider).invoke(f"card {SECRET}")
+    spans = exporter.get_finished_spans()
+    assert SECRET not in _told(spans)
+    checker = _by_name(spans, "invoke_agent checker")
+    assert checker.status.description == (
+        "ActionError: action 'check' of agent 'checker' failed on InputEvent: ValidationError: "
+        "1 validation error for _Checked: account: Input should be a valid integer, unable to "
+        "parse string as an integer [type=int_parsing]"
+    )
+    assert _by_name(spans, "invoke_agent steps").status.description == checker.status.description
+    (exception,) = [e for e in checker.events if e.name == "exception"]
+    attributes: dict[str, Any] = dict(exception.attributes or {})
+    assert attributes["exception.type"] == "adk.actions._builtin.ActionError"
+    assert attributes["exception.message"] == checker.status.description.split(": ", 1)[1]
