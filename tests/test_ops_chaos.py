@@ -803,10 +803,14 @@ async def main():
                 return Reply(tool_calls=[tool_call("pay", {"amount": rounds + 1})])
 
             runner = Runner(ReActAgent("payer", ScriptedModel(ask_again), tools=[pay]), checkpoint_store=checkpoints)
-            await runner.invoke("1", checkpoint_id="big", session={"notes": "x" * (1 << 20)})
+            paused = await runner.invoke("1", checkpoint_id="big", session={"notes": "x" * (1 << 20)})
             n = 1
             while True:
-                await runner.invoke_resume("big", {"approved": False})
+                # Keyed by its point: plain data after a plain resume that paused for another
+                # call's approval is refused as maybe that decision sent again (interrupts.md).
+                assert paused.interrupt is not None
+                refused = {point: {"approved": False} for point in paused.interrupt.point_ids}
+                paused = await runner.invoke_resume("big", refused)
                 n += 1
                 if n == 3:
                     print("ready", flush=True)

@@ -20,6 +20,7 @@ from adk import (
     RunContext,
     RunError,
     Runner,
+    RunResult,
     SequentialAgent,
     ToolContext,
     tool,
@@ -424,22 +425,33 @@ async def test_max_transfers_counts_the_transfers_made_before_a_pause() -> None:
     store = InMemoryCheckpointStore()
     paused = await runner(store).invoke("go")  # ping pauses at once
     assert paused.checkpoint_id is not None
+    # Each decision keyed by its point: plain data after a plain resume that paused for another
+    # call's approval may be that decision sent again, and is refused (docs/interrupts.md).
+
+    def approved(result: RunResult) -> dict[str, object]:
+        assert result.interrupt is not None
+        return {point: True for point in result.interrupt.point_ids}
+
     paused = await runner(store).invoke_resume(paused.checkpoint_id, True)  # 1: ping -> pong
-    paused = await runner(store).invoke_resume(paused.checkpoint_id, True)  # 2: pong -> ping
+    paused = await runner(store).invoke_resume(
+        paused.checkpoint_id, approved(paused)
+    )  # 2: pong -> ping
     assert paused.checkpoint_id is not None
     saved = await store.get(paused.checkpoint_id)
     assert saved is not None
     with pytest.raises(RunError, match="more than 2 transfers in one run"):
-        await runner(store).invoke_resume(paused.checkpoint_id, True)  # 3: refused
+        await runner(store).invoke_resume(paused.checkpoint_id, approved(paused))  # 3: refused
 
     body = decode_checkpoint(saved, "x")
     assert body["states"]["agent:ping"]["flow"]["transfers"] == 2
     for bad in (-1, "2", 1.5):
         await store.put(paused.checkpoint_id, encode_checkpoint(_with_flow_count(body, bad)))
         with pytest.raises(RunError, match="'transfers' must be a whole number"):
-            await runner(store).invoke_resume(paused.checkpoint_id, True)
+            await runner(store).invoke_resume(paused.checkpoint_id, approved(paused))
     await store.put(paused.checkpoint_id, encode_checkpoint(_with_flow_count(body, None)))
-    resumed = await runner(store).invoke_resume(paused.checkpoint_id, True)  # counts from here
+    resumed = await runner(store).invoke_resume(
+        paused.checkpoint_id, approved(paused)
+    )  # counts from here
     assert resumed.interrupt is not None
 
 
