@@ -648,6 +648,27 @@ async def test_calls_waiting_for_a_connection_are_bounded_by_call_timeout_alone(
         assert toolset._session.connections_opened == 1
 
 
+async def test_a_handshake_era_session_whose_connections_all_hang_is_reopened_not_wedged() -> None:
+    """A handshake-era (2025-11-25) server is told of a cancelled call by a
+    ``notifications/cancelled`` POST, sent by the ``mcp`` client's writer before any later message.
+    With every connection of the pool (100, the event stream's included) held by a call the
+    server does not answer, that POST waited for a connection without a bound (the pool timeout
+    dropped for every POST): never, since only the cancellations it carried would free one. The
+    writer waited with it, so every later call of the session timed out too, for good. A
+    notification waits for a connection within the server's ``timeout``, as before; past it the
+    session is lost and the next call reopens it."""
+    process = HTTPServerProcess(legacy=True)
+    await asyncio.to_thread(process.start)
+    try:
+        server = HTTPServer(process.url, timeout=0.5)
+        async with MCPToolset(server, call_timeout=1.5) as toolset:
+            results = await asyncio.gather(*(call(toolset, "hang") for _ in range(100)))
+            assert {result.is_error for result in results} == {True}
+            assert (await call(toolset, "add", {"a": 2, "b": 3})).content == "5"
+    finally:
+        process.stop()
+
+
 async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
     url = http_process.url
     async with MCPToolset(HTTPServer(url), tool_filter=["add", "pid"], prefix="demo") as toolset:
