@@ -317,6 +317,22 @@ def _is_listen(request: httpx2.Request) -> bool:
         return False
 
 
+_REQUEST_START = re.compile(rb'\{"jsonrpc":"2\.0","id":(?:-?\d+|"(?:[^"\\]|\\.)*"),"method":')
+"""How the ``mcp`` client's JSON-RPC request starts (its fields in order, ``httpx2``'s compact
+JSON); a notification has no ``id``, a response no ``method``."""
+
+
+def _is_request(request: httpx2.Request) -> bool:
+    """Whether ``request`` POSTs a JSON-RPC request (a call, a listing), whose caller bounds its
+    wait (``call_timeout``, ``connect_timeout``), not a notification or an answer to the server,
+    which the ``mcp`` client's writer sends itself, holding up every later message while it
+    waits. Read from the body's start: parsing a call's arguments would cost per call."""
+    try:
+        return _REQUEST_START.match(request.content) is not None
+    except httpx2.RequestNotRead:
+        return False
+
+
 class _RefusalWatch(httpx2.AsyncBaseTransport):
     """An HTTP transport that notes, in the caller's ``_Delivery``, a first request that provably
     reached no tool: its connection could not be opened (refused, timed out, TLS handshake
@@ -326,11 +342,16 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
     when the tool is done) without a read timeout: the client's read timeout, long for the sake of
     the idle event stream, cut off every call that took longer, as a lost connection, whatever the
     toolset's ``call_timeout`` (which bounds calls and listings) said. Likewise for a connection
-    of the pool (100) to send it on: with every one busy with a call, a POST waited at most the
-    server's ``timeout`` for one, and its ``PoolTimeout`` ended the ``mcp`` client's writer, so
-    the session and every call on it, those the server was running included, were lost.
-    Connecting, sending and other requests (the event streams, closing the session) keep their
-    timeouts."""
+    of the pool (100) to send a JSON-RPC request on (``_is_request``): with every one busy with a
+    call, a POST waited at most the server's ``timeout`` for one, and its ``PoolTimeout`` ended
+    the ``mcp`` client's writer, so the session and every call on it, those the server was
+    running included, were lost. A notification or an answer to the server keeps that bound:
+    the writer sends it itself, every later message waiting behind it, and a handshake-era
+    server's ``notifications/cancelled`` for calls holding every connection could not get one
+    until those calls ended, which only it could make them do: waiting without a bound, the
+    session's every later call timed out, for good; past the bound the session is lost, and the
+    next call reopens it. Connecting, sending and other requests (the event streams, closing the
+    session) keep their timeouts."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
@@ -345,7 +366,10 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
         if request.method == "POST" and not _is_listen(request):
             timeouts = request.extensions.get("timeout")
             if isinstance(timeouts, dict):
-                request.extensions["timeout"] = {**timeouts, "read": None, "pool": None}
+                if _is_request(request):
+                    request.extensions["timeout"] = {**timeouts, "read": None, "pool": None}
+                else:
+                    request.extensions["timeout"] = {**timeouts, "read": None}
         delivery = _current_delivery.get()
         if delivery is None:
             return await self._inner.handle_async_request(request)
@@ -640,7 +664,8 @@ class HTTPServer(_URLServer):
     """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``).
 
     ``timeout`` bounds connecting and each HTTP exchange but a call's wait for its answer, and
-    for a free connection to send it on, which its ``call_timeout`` bounds; ``headers`` are sent
+    for a free connection to send it on, which its ``call_timeout`` bounds (a notification, a
+    cancelled call's, waits for one within ``timeout``: ``_RefusalWatch``); ``headers`` are sent
     with every request (authentication, for instance) and must be valid HTTP (checked here, the
     value never shown).
     The URL is shown with its user info and query values masked. Requests go through the proxy
