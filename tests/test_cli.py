@@ -500,3 +500,30 @@ def test_ctrl_c_ends_the_command_as_it_ends_python_without_a_traceback() -> None
             command.send_signal(signal.SIGINT)
             out, err = command.communicate(timeout=60)
     assert (command.returncode, out, err) == (-signal.SIGINT, "", "")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_output_that_cannot_be_written_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    # `pyadk checkpoint show ... > file` on a full disk ended in an OSError traceback (its print
+    # was outside the try), and `list` said only `[Errno 28] No space left on device`, as if the
+    # store had failed. Not a reader that left either: status 1, not 141.
+    path = tmp_path / "checkpoints.db"
+
+    async def pause() -> None:
+        async with SQLiteCheckpointStore(path) as store:
+            await Runner(_Asks("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="c-1")
+
+    asyncio.run(pause())
+    for command in (["list"], ["show", "c-1"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-m", "adk.cli", "checkpoint", *command, "--sqlite", str(path)],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+            )
+        assert (done.returncode, done.stderr) == (
+            1,
+            "pyadk: could not write the output: [Errno 28] No space left on device\n",
+        ), command
