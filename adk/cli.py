@@ -130,16 +130,17 @@ def _check_shape(body: dict[str, Any], checkpoint_id: str) -> None:
 
 async def _list(store: CheckpointStore, args: argparse.Namespace) -> int:
     """Print each pending checkpoint as it is read: a listing may be long, and what was printed
-    before a store failure stays useful. The exit status: 0, or ``_READER_GONE`` once the
-    output's reader has left (``| head``), where the listing stops and the store is closed."""
+    before a store failure stays useful. The exit status: 0, or ``_printed``'s once a line cannot
+    be written (the reader gone, a full disk), where the listing stops and the store is closed."""
     try:
         # Closed before the store, also when the listing stops early: its ids are read from it.
         async with contextlib.aclosing(
             _listing(store, args.prefix, args.agent, rebuild=False)
         ) as entries:
             async for entry in entries:
-                if not _printed(_to_json(_listed(entry), indent=None)):
-                    return _READER_GONE
+                status = _printed(_to_json(_listed(entry), indent=None))
+                if status:
+                    return status
     finally:
         closer = getattr(store, "aclose", None)
         if closer is not None:
@@ -155,19 +156,25 @@ tells it from a store failure (1). Python ignores SIGPIPE, so a write to the clo
 pipe`` with status 1 (a listing), or a traceback (``show``)."""
 
 
-def _printed(text: str) -> bool:
-    """Print ``text`` as a line, flushed; False when the output's reader has left (a closed
-    pipe), once stdout is pointed at the null device so the interpreter's flush at exit does
-    not fail again on what is still buffered (as Python's docs on SIGPIPE advise)."""
+def _printed(text: str) -> int:
+    """Print ``text`` as a line, flushed; the exit status: 0, ``_READER_GONE`` when the output's
+    reader has left (a closed pipe), 1 when the output cannot be written (a full disk: said on
+    stderr, not as a store's failure, nor as a traceback). Once a write failed, stdout is pointed
+    at the null device so the interpreter's flush at exit does not fail again on what is still
+    buffered (as Python's docs on SIGPIPE advise)."""
     try:
         print(text, flush=True)
-    except BrokenPipeError:
+    except OSError as exc:
         with contextlib.suppress(OSError, ValueError):  # a stdout with no descriptor
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
-        return False
-    return True
+        if isinstance(exc, BrokenPipeError):
+            return _READER_GONE
+        with contextlib.suppress(OSError):  # stderr on the same full disk: nothing to tell
+            print(f"pyadk: could not write the output: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _listed(entry: PendingCheckpoint) -> dict[str, Any]:
@@ -265,7 +272,7 @@ def _malformed_dsn(args: argparse.Namespace, exc: Exception) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; the exit status is 0 on success, 1 when the checkpoint cannot be shown
     (missing, unreadable, store down) or the listing fails (store down: what was listed before is
-    printed), 2 for a malformed command line (a PostgreSQL DSN asyncpg refuses included) and 141
+    printed) or the output cannot be written (a full disk, said so), 2 for a malformed command line (a PostgreSQL DSN asyncpg refuses included) and 141
     when the output's reader left before the end (``| head``), with nothing on stderr. Ctrl-C
     ends it as it ends Python, killed by SIGINT (a shell shows 130, and a shell loop running it
     stops too), but without the traceback through asyncio's machinery, once ``asyncio.run`` has
@@ -304,7 +311,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except (CheckpointError, checkpoint.CheckpointStoreError, OSError) as exc:
         print(f"pyadk: {exc}", file=sys.stderr)
         return 2 if _malformed_dsn(args, exc) else 1
-    return 0 if _printed(_to_json(summary, indent=2)) else _READER_GONE
+    return _printed(_to_json(summary, indent=2))
 
 
 if __name__ == "__main__":
