@@ -1334,6 +1334,30 @@ async def test_postgres_session_ended_after_a_statement_ran_keeps_its_outcome(
         await store.aclose()
 
 
+async def test_postgres_server_silent_after_a_statement_ran_keeps_its_outcome(
+    postgres_server: PostgresServer,
+) -> None:
+    """The server stops answering (a partition, a stopped process) after the operation's statement
+    ran and its answer arrived, before the connection went back to the pool: asyncpg's reset of
+    it on release then waits, and the operation's deadline ended that wait as a timeout, so a put
+    that had committed (a claim that was taken) was reported failed, 'no answer within'."""
+    table = f"silent_{uuid.uuid4().hex[:12]}"
+    async with Proxy(postgres_server.port) as proxy:
+        dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres"
+        store = PostgresCheckpointStore(dsn, table=table, max_size=1, timeout=0.5)
+        await store.put("run", b"before")
+
+        async def put_then_server_silent(conn: Any) -> str:
+            await conn.execute(store._put_sql, "run", b"after")  # committed, answered
+            proxy.freeze()
+            return "written"
+
+        assert await store._call("put", "run", put_then_server_silent) == "written"
+        proxy.thaw()
+        assert await store.get("run") == b"after"
+        await store.aclose()
+
+
 async def test_the_read_only_postgres_store_logs_no_connection_floor_to_restore(
     postgres_server: PostgresServer, caplog: pytest.LogCaptureFixture
 ) -> None:
