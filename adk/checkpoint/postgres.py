@@ -467,10 +467,10 @@ class PostgresCheckpointStore(_ClosableStore):
         try:
             async with deadline:
                 try:
-                    return await self._once(pool, run)
+                    return await self._once(pool, run, deadline)
                 except _CONNECTION_LOST:
                     await pool.expire()
-                return await self._once(pool, run)
+                return await self._once(pool, run, deadline)
         except TimeoutError as exc:  # before OSError, its base class
             reason: BaseException | str = exc
             if deadline.expired():
@@ -483,7 +483,9 @@ class PostgresCheckpointStore(_ClosableStore):
         finally:
             pool.leave()
 
-    async def _once(self, pool: _Pool, run: Callable[[Any], Awaitable[T]]) -> T:
+    async def _once(
+        self, pool: _Pool, run: Callable[[Any], Awaitable[T]], deadline: asyncio.Timeout
+    ) -> T:
         connections = await pool.ready()
         conn = await connections.acquire()
         try:
@@ -518,8 +520,31 @@ class PostgresCheckpointStore(_ClosableStore):
             # ``async with`` in place of the operation's outcome: a put that had committed was
             # reported failed. asyncpg drops a connection whose reset failed (the next acquire
             # makes a new one); the statement's outcome, its result or its error, stands.
-            with contextlib.suppress(*_FAILURES):
-                await connections.release(conn)
+            await _release(connections, conn, deadline)
+
+
+async def _release(connections: Any, conn: Any, deadline: asyncio.Timeout) -> None:
+    """Give ``conn`` back to ``connections`` once the operation's outcome is known, within what is
+    left of its ``deadline`` but not under it: a server that stopped answering after the
+    statement's answer arrived left asyncpg's reset waiting, and the deadline's cancellation of
+    that wait came out in place of the outcome, a timeout (a committed put, a claim taken, each
+    reported failed). A reset that does not end in time fails, and asyncpg drops the connection.
+    A cancellation from elsewhere still ends the wait (asyncpg finishes the release)."""
+    when = deadline.when()
+    if deadline.expired() or when is None:  # cancelled by it already: the operation timed out
+        with contextlib.suppress(*_FAILURES):
+            await connections.release(conn)
+        return
+    left = when - asyncio.get_running_loop().time()
+    if left <= 0:
+        conn.terminate()  # no time left to reset it: dropped, as after a failed reset
+        return
+    deadline.reschedule(None)
+    try:
+        with contextlib.suppress(*_FAILURES):
+            await connections.release(conn, timeout=left)
+    finally:
+        deadline.reschedule(when)  # for the retry on a fresh connection, if one follows
 
 
 @dataclass(frozen=True, slots=True)
