@@ -40,7 +40,7 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
-from adk.checkpoint.postgres import _ReadOnlyPostgresStore
+from adk.checkpoint.postgres import _ReadOnlyPostgresStore, _release
 from adk.checkpoint.sqlite import _open_connection, _use_wal
 from adk.checkpoint.store import (
     _deletes_if,
@@ -1356,6 +1356,28 @@ async def test_postgres_server_silent_after_a_statement_ran_keeps_its_outcome(
         proxy.thaw()
         assert await store.get("run") == b"after"
         await store.aclose()
+
+
+async def test_postgres_release_with_no_time_left_drops_the_connection_quietly(
+    postgres_server: PostgresServer,
+) -> None:
+    """The operation's deadline is due (not yet fired) as the connection goes back: it is dropped
+    unreset, also when it was terminated already (a cancelled statement, a session the server
+    ended), whose proxy asyncpg has detached and whose ``terminate()`` would raise 'released
+    back to the pool' in place of the operation's own error."""
+    pool = await asyncpg.create_pool(postgres_server.dsn, min_size=0, max_size=1)
+    try:
+        for terminated in (True, False):
+            conn = await pool.acquire()
+            if terminated:
+                conn.terminate()
+            loop = asyncio.get_running_loop()
+            async with asyncio.timeout_at(loop.time() - 1) as deadline:
+                await _release(pool, conn, deadline)  # no await before: the deadline has not fired
+            async with pool.acquire(timeout=5) as fresh:  # the one connection is back
+                assert await fresh.fetchval("SELECT 1") == 1
+    finally:
+        await pool.close()
 
 
 async def test_the_read_only_postgres_store_logs_no_connection_floor_to_restore(
