@@ -536,8 +536,9 @@ async def _release(connections: Any, conn: Any, deadline: asyncio.Timeout) -> No
             await connections.release(conn)
         return
     left = when - asyncio.get_running_loop().time()
-    if left <= 0:
-        conn.terminate()  # no time left to reset it: dropped, as after a failed reset
+    if left <= 0:  # no time left to reset it: dropped, as after a failed reset
+        with contextlib.suppress(*_FAILURES):  # terminated already: released ("released back")
+            conn.terminate()
         return
     deadline.reschedule(None)
     try:
