@@ -527,3 +527,18 @@ def test_output_that_cannot_be_written_is_a_clear_error_not_a_traceback(tmp_path
             1,
             "pyadk: could not write the output: [Errno 28] No space left on device\n",
         ), command
+
+
+def test_ctrl_c_in_main_called_with_argv_reaches_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The command kills its own process with SIGINT after Ctrl-C; a Python caller of main(argv)
+    # (a wrapper script, a test) gets the KeyboardInterrupt instead and keeps its process.
+    def interrupted(argv: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_main", interrupted)
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["checkpoint", "list", "--sqlite", "x.db"])
+    assert signal.getsignal(signal.SIGINT) is handler  # not reset to the default either
