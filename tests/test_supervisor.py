@@ -242,16 +242,19 @@ async def test_a_worker_paused_with_no_transfer_left_is_refused_before_it_resume
     assert first.checkpoint_id is not None
     second = await runner(4).invoke_resume(first.checkpoint_id, True)  # transfers 2, 3: paused
     assert second.interrupt is not None and refunds == [5]
+    # Keyed by its point: plain data after a plain resume that paused for a call's approval
+    # may be that decision sent again, and is refused (docs/interrupts.md, "Resuming").
+    approved = dict.fromkeys(second.interrupt.point_ids, True)
     for limit, where in ((3, "at"), (2, "beyond")):
         with pytest.raises(adk.RunError) as refused:
-            await runner(limit).invoke_resume(first.checkpoint_id, True)
+            await runner(limit).invoke_resume(first.checkpoint_id, approved)
         assert str(refused.value.__cause__) == (
             "the checkpoint does not fit agent 'boss' (its transfers): its worker 'cashier' "
             f"paused after 3 transfers, {where} max_transfers of {limit}: its report back would "
             "pass the limit; raise max_transfers and resume again"
         )
         assert refunds == [5] and await store.get(first.checkpoint_id) is not None
-    done = await runner(4).invoke_resume(first.checkpoint_id, True)
+    done = await runner(4).invoke_resume(first.checkpoint_id, approved)
     assert done.text == "All done." and refunds == [5, 5]
 
 
