@@ -26,10 +26,10 @@ from ._hooks import Hooks, _Answered
 from .agent import Agent, AgentInput
 from .context import RunContext, _Entry, _interrupt_event, count_recorded, note_restored
 from .events import _BREAK_HANDLED, AgentAction, AgentEvent, ErrorInfo
-from .interrupts import Interrupt, _InterruptSignal
+from .interrupts import Interrupt, _InterruptSignal, is_within
 from .streams import MessageStream
 
-__all__ = ["agent_run", "drive", "signal_of"]
+__all__ = ["agent_run", "drive", "refuse_fresh_start", "signal_of"]
 
 _RECORDED = 4  # event flag: already recorded by the innermost driver that owns it
 
@@ -64,6 +64,34 @@ def agent_hooks(ctx: RunContext) -> Hooks:
     hooks: Hooks = adk._instrument.agent_hooks()
     ctx._run.hooks = hooks
     return hooks
+
+
+def refuse_fresh_start(agent: Agent, ctx: RunContext) -> None:
+    """Refuse ``run`` of a resumable built-in (``ReActAgent``, a workflow, a flow, an
+    ``ActionAgent``) called where a pause below its address is being resumed. The framework calls
+    ``resume`` there (``_AgentRun.events``) and ``run`` only where nothing below is paused, so
+    this is an agent of your own running the built-in with its own context and calling ``run``
+    again on resume: started over, it would run again what finished before the pause (a
+    sequence's earlier steps) and hand the resume's answers to the calls it makes anew at the
+    same addresses (a model asking ``pay(500)`` under the id ``call_1`` whose ``pay(5)`` was
+    approved got it approved). Points at the address itself are the calling agent's own pause
+    (``ctx.interrupt`` in it), which a child may well follow. One attribute test on a run that
+    is not resuming."""
+    plan = ctx._run.plan
+    if plan is None:
+        return
+    address = ctx.address
+    below = [p.id for p in plan.points if p.id != address and is_within(p.id, address)]
+    if not below:
+        return
+    raise adk.CheckpointError(
+        f"{type(agent).__name__} {agent.name!r} was started with run() where its pause is being "
+        f"resumed (paused at {', '.join(repr(b) for b in below)}): an agent that runs it with "
+        f"its own ctx continues it with resume(ctx) when ctx.resume is not None "
+        f"(docs/composing.md, 'Agents of your own that run other agents'); run() would start "
+        f"it over, and the resume's answers would go to the calls it makes anew. Nothing of it "
+        f"ran; the checkpoint is kept"
+    )
 
 
 def signal_of(exc: Interrupt, address: str) -> _InterruptSignal:

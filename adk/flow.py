@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._aio import closing
 from ._authors import Author, authors, check_authors
 from ._checks import check_agent, check_agents, check_count, checked_settings
-from ._driver import NO_EVENT, drive
+from ._driver import NO_EVENT, drive, refuse_fresh_start
 from ._turns_left import count_ahead, first_askers, first_calls, turns_limit
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState, _TurnsShort
@@ -204,6 +204,7 @@ class FlowAgent:
         return None
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        refuse_fresh_start(self, ctx)
         if self.history_rewriter is not None and _is_history_view(input, ctx):
             input = build_input(ctx, self.name, self.history_rewriter)
         return self._drive_chain(self, input, ctx, ctx)

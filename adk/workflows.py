@@ -26,6 +26,7 @@ from ._driver import (
     close_events,
     drive,
     is_cancellation,
+    refuse_fresh_start,
     settle,
     take_break,
     unyielded_pause,
@@ -393,6 +394,7 @@ class SequentialAgent(_Workflow):
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run the steps in order. ``input`` is not used: each step's input is rebuilt from the
         history, so it sees the earlier steps' output."""
+        refuse_fresh_start(self, ctx)
         return _run_steps(self, ctx, None, False)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
@@ -451,6 +453,7 @@ class LoopAgent(_Workflow):
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Repeat the steps in order. ``input`` is not used: each step's input is rebuilt from
         the history, so it sees the earlier steps' and iterations' output."""
+        refuse_fresh_start(self, ctx)
         return _run_steps(self, ctx, None, False)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
@@ -552,6 +555,7 @@ class ParallelAgent(_Workflow):
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run every branch. ``input`` is not used: each branch's input is rebuilt from the
         history as it stood when the branches forked."""
+        refuse_fresh_start(self, ctx)
         return self._run_branches(ctx, finished=(), fork=None)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:

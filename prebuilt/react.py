@@ -60,7 +60,7 @@ from adk._checks import (
     checked_settings,
     shown,
 )
-from adk._driver import _RECORDED, NO_EVENT
+from adk._driver import _RECORDED, NO_EVENT, refuse_fresh_start
 from adk._naming import naming as _naming
 from adk._ported_names import AGENT_ARGUMENT_HINTS
 from adk._turns_left import count_ahead, spent_text, turns_limit
@@ -1708,6 +1708,7 @@ class ReActAgent:
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run the model-and-tools loop; through the agent's own flow (which acts on transfers)
         only when it has sub-agents or a parent."""
+        refuse_fresh_start(self, ctx)
         flow = self._adk_flow
         if flow.sub_agents or flow.parent is not None:  # ``_uses_flow``, inlined: once per run
             return flow.run(input, ctx)

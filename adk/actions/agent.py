@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import adk
 
 from .._checks import check_count, check_resources, checked_settings
-from .._driver import NO_EVENT
+from .._driver import NO_EVENT, refuse_fresh_start
 from ..agent import AgentInput, BaseAgent
 from ..checkpoint._state import SavedState
 from ..context import RunContext, note_restored
@@ -84,6 +84,7 @@ class ActionAgent(BaseAgent):
         actions until no event is left; yields one ``AgentEvent`` per ``OutputEvent``, and
         what the built-in actions show while they run (a streamed chat reply, a tool call's
         progress reports and an ``AgentTool``'s inner events), which are no outputs."""
+        refuse_fresh_start(self, ctx)
         messages = input.messages
         run = _ActionRun(self, ctx)
         first = _input_event(_input_of(messages), list(messages))
