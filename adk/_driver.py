@@ -88,7 +88,7 @@ def refuse_fresh_start(agent: Agent, ctx: RunContext) -> None:
         f"{type(agent).__name__} {agent.name!r} was started with run() where its pause is being "
         f"resumed (paused at {', '.join(repr(b) for b in below)}): an agent that runs it with "
         f"its own ctx continues it with resume(ctx) when ctx.resume is not None "
-        f"(docs/composing.md, 'Agents of your own that run other agents'); run() would start "
+        '(docs/composing.md, "Agents of your own that run other agents"); run() would start '
         f"it over, and the resume's answers would go to the calls it makes anew. Nothing of it "
         f"ran; the checkpoint is kept"
     )

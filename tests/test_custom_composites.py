@@ -41,7 +41,9 @@ class Wrapper(adk.BaseAgent):
         self.child = child
         self.resumes = resumes
 
-    async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> AsyncIterator[adk.AgentEvent]:
+    async def run(
+        self, input: adk.AgentInput, ctx: adk.RunContext
+    ) -> AsyncIterator[adk.AgentEvent]:
         resume = getattr(self.child, "resume", None)
         if self.resumes and ctx.resume is not None and resume is not None:
             events = resume(ctx)
@@ -95,7 +97,9 @@ class Echo(adk.BaseAgent):
         super().__init__(name)
         self.ran = ran
 
-    async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> AsyncIterator[adk.AgentEvent]:
+    async def run(
+        self, input: adk.AgentInput, ctx: adk.RunContext
+    ) -> AsyncIterator[adk.AgentEvent]:
         self.ran.append(self.name)
         yield adk.AgentEvent.of(f"{self.name} ran")
 
@@ -131,7 +135,9 @@ class AskThenPay(adk.BaseAgent):
         super().__init__(name)
         self.child = child
 
-    async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> AsyncIterator[adk.AgentEvent]:
+    async def run(
+        self, input: adk.AgentInput, ctx: adk.RunContext
+    ) -> AsyncIterator[adk.AgentEvent]:
         if ctx.resume is None:
             yield ctx.interrupt("which amount?")
             return
