@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import adk
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent
 
@@ -93,15 +93,20 @@ async def test_a_child_run_again_while_its_pause_resumes_is_refused_and_resume_c
 
 
 class Echo(adk.BaseAgent):
-    def __init__(self, name: str, ran: list[str]) -> None:
+    """Says it ran; then transfers to ``then``, if given (the first agent of a flow)."""
+
+    def __init__(self, name: str, ran: list[str], then: str | None = None) -> None:
         super().__init__(name)
         self.ran = ran
+        self.then = then
 
     async def run(
         self, input: adk.AgentInput, ctx: adk.RunContext
     ) -> AsyncIterator[adk.AgentEvent]:
         self.ran.append(self.name)
         yield adk.AgentEvent.of(f"{self.name} ran")
+        if self.then is not None:
+            yield adk.AgentEvent.transfer(self.then)
 
 
 async def test_a_workflow_run_again_while_its_step_resumes_is_refused_before_rerunning_a_step() -> (
@@ -181,3 +186,37 @@ async def test_an_agents_own_pause_then_a_child_run_and_a_retry_after_resume_are
     assert paid == [1]
     assert resumed.interrupt is not None  # the second attempt's call asks, under the same id
     assert resumed.interrupt.points[0].info["arguments"] == {"amount": 2}
+
+
+@pytest.mark.parametrize("kind", ["ParallelAgent", "LoopAgent", "FlowAgent"])
+async def test_every_built_in_composite_run_again_while_its_pause_resumes_is_refused(
+    kind: str,
+) -> None:
+    ran: list[str] = []
+    paid: list[int] = []
+
+    def child(replies: list[Reply | str]) -> adk.Agent:
+        payer = _payer(paid, replies)
+        if kind == "ParallelAgent":
+            return adk.ParallelAgent("vote", [Echo("notify", ran), payer])
+        if kind == "LoopAgent":
+            return adk.LoopAgent("loop", [Echo("notify", ran), payer], max_iterations=1)
+        return adk.with_sub_agents(Echo("notify", ran, then="payer"), [payer])
+
+    def runner(resumes: bool, replies: list[Reply | str]) -> adk.Runner:
+        return adk.Runner(
+            Wrapper("router", child(replies), resumes=resumes), checkpoint_store=store
+        )
+
+    store = InMemoryCheckpointStore()
+    paused = await runner(False, [_call(5), "done"]).invoke("pay 5")
+    assert paused.interrupt is not None and ran == ["notify"]
+    with pytest.raises(adk.RunError) as refused:
+        await runner(False, [_call(500), "done"]).invoke_resume(paused.checkpoint_id, True)
+    assert refused.value.error.message.startswith(f"{kind} ")
+    assert "was started with run() where its pause is being resumed" in refused.value.error.message
+    assert ran == ["notify"] and paid == []
+
+    done = await runner(True, ["done"]).invoke_resume(paused.checkpoint_id, True)
+    assert simplify_events(done.events)[-2:] == ["payer: [tool pay] paid 5", "payer: done"]
+    assert ran == ["notify"] and paid == [5]
