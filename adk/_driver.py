@@ -85,12 +85,13 @@ def refuse_fresh_start(agent: Agent, ctx: RunContext) -> None:
     if not below:
         return
     raise adk.CheckpointError(
-        f"{type(agent).__name__} {agent.name!r} was started with run() where its pause is being "
-        f"resumed (paused at {', '.join(repr(b) for b in below)}): an agent that runs it with "
-        f"its own ctx continues it with resume(ctx) when ctx.resume is not None "
-        '(docs/composing.md, "Agents of your own that run other agents"); run() would start '
-        f"it over, and the resume's answers would go to the calls it makes anew. Nothing of it "
-        f"ran; the checkpoint is kept"
+        f"{type(agent).__name__} {agent.name!r} was started with run() where a pause at its "
+        f"place is being resumed (paused at {', '.join(repr(b) for b in below)}): an agent that "
+        f"runs other agents with its own ctx continues the one that paused with resume(ctx) "
+        "when ctx.resume is not None "
+        '(docs/composing.md, "Agents of your own that run other agents"); '
+        "run() would start it over, and the resume's answers would go to the calls it makes "
+        "anew. Nothing of it ran; the checkpoint is kept"
     )
 
 

@@ -76,9 +76,9 @@ async def test_a_child_run_again_while_its_pause_resumes_is_refused_and_resume_c
     assert refused.value.error.type == "CheckpointError"
     assert refused.value.error.reason == "incompatible"
     assert refused.value.error.message.startswith(
-        "ReActAgent 'payer' was started with run() where its pause is being resumed "
-        "(paused at 'agent:router/tool:pay#call_1'): an agent that runs it with its own ctx "
-        "continues it with resume(ctx) when ctx.resume is not None"
+        "ReActAgent 'payer' was started with run() where a pause at its place is being resumed "
+        "(paused at 'agent:router/tool:pay#call_1'): an agent that runs other agents with its "
+        "own ctx continues the one that paused with resume(ctx) when ctx.resume is not None"
     )
     assert paid == []  # before: [500], approved by nobody
     assert await store.get(paused.checkpoint_id) is not None
@@ -214,7 +214,10 @@ async def test_every_built_in_composite_run_again_while_its_pause_resumes_is_ref
     with pytest.raises(adk.RunError) as refused:
         await runner(False, [_call(500), "done"]).invoke_resume(paused.checkpoint_id, True)
     assert refused.value.error.message.startswith(f"{kind} ")
-    assert "was started with run() where its pause is being resumed" in refused.value.error.message
+    assert (
+        "was started with run() where a pause at its place is being resumed"
+        in refused.value.error.message
+    )
     assert ran == ["notify"] and paid == []
 
     done = await runner(True, ["done"]).invoke_resume(paused.checkpoint_id, True)
