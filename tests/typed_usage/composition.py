@@ -104,3 +104,30 @@ async def compose() -> RunResult:
     if isinstance(plan, Plan):
         assert_type(plan.steps, list[str])
     return result
+
+
+class Router(adk.BaseAgent):
+    """An agent of one's own running a child with its own ctx (docs/composing.md, "Agents of
+    your own that run other agents"): ``ResumableAgent`` narrows for ``resume``, and the
+    child's events are closed in a ``finally`` (``aclosing`` is refused: ``run`` is typed as an
+    ``AsyncIterator``, which has no ``aclose``)."""
+
+    def __init__(self, name: str, child: adk.Agent) -> None:
+        super().__init__(name)
+        self.child = child
+
+    async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> AsyncIterator[AgentEvent]:
+        child = self.child
+        if ctx.resume is not None and isinstance(child, adk.ResumableAgent):
+            events = child.resume(ctx)
+        else:
+            events = child.run(input, ctx)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        votes = [e.message.content for e in ctx.history_entries if e.agent_name != self.name]
+        assert_type(votes, list[str])
