@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from conftest import ChatActor
 
 import adk
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
@@ -186,6 +187,34 @@ async def test_an_agents_own_pause_then_a_child_run_and_a_retry_after_resume_are
     assert paid == [1]
     assert resumed.interrupt is not None  # the second attempt's call asks, under the same id
     assert resumed.interrupt.points[0].info["arguments"] == {"amount": 2}
+
+
+async def test_an_action_agent_run_again_while_its_pause_resumes_is_refused() -> None:
+    paid: list[int] = []
+
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    def runner(resumes: bool, replies: list[Reply | str]) -> adk.Runner:
+        resources = adk.Resources()
+        resources.add_model("m", ScriptedModel(replies))
+        resources.add_tool(pay)
+        teller = ChatActor("teller", ["pay"], resources=resources)
+        return adk.Runner(Wrapper("router", teller, resumes=resumes), checkpoint_store=store)
+
+    store = InMemoryCheckpointStore()
+    paused = await runner(False, [_call(5), "done"]).invoke("pay 5")
+    assert paused.interrupt is not None
+    with pytest.raises(adk.RunError) as refused:
+        await runner(False, [_call(500), "done"]).invoke_resume(paused.checkpoint_id, True)
+    assert refused.value.error.message.startswith("ChatActor 'teller' was started with run()")
+    assert paid == []  # before: [500]
+
+    done = await runner(True, ["done"]).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "done" and paid == [5]
 
 
 @pytest.mark.parametrize("kind", ["ParallelAgent", "LoopAgent", "FlowAgent"])
