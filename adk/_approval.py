@@ -32,11 +32,11 @@ from __future__ import annotations
 import inspect
 import json
 import reprlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._checks import shown
-from .interrupts import Interrupt, ResumeContext, _call_ids_named
+from .interrupts import Interrupt, ResumeContext, _call_ids_named, join_address, tool_segment
 from .messages import Message, ToolCall
 from .tools.base import ToolContext, ToolError, ToolResult, _own_words
 
@@ -50,6 +50,9 @@ __all__ = [
     "check_decision",
     "checked_arguments",
     "decision_of",
+    "denial_at",
+    "denied_calls",
+    "deny_hint",
     "edit_at",
     "edit_note",
     "edited_call",
@@ -405,8 +408,67 @@ def decision_of(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResul
     approved, reason = approves(resume.data)
     if approved:
         return True
-    text = f"Error: the call to '{ctx.tool_name}' was not approved"
+    return _denial(ctx.tool_name, reason)
+
+
+def _denial(tool: str, reason: str | None) -> _Denial:
+    text = f"Error: the call to '{tool}' was not approved"
     return _Denial(content=f"{text}: {reason}" if reason else text, is_error=True)
+
+
+def _approval_at(plan: _ResumePlan, address: str, call: ToolCall) -> bool:
+    """Whether the point at ``address`` is ``call``'s own approval request (not a ``before_tool``
+    callback's pause, whose answer is the callback's, nor the tool's own question)."""
+    if plan.callback_at(address) is not None:
+        return False
+    info = plan.info_at(address)
+    return is_approval_request(info) and info.get("tool_call_id") == call.id
+
+
+def denial_at(plan: _ResumePlan, address: str, call: ToolCall) -> ToolResult | None:
+    """The result of a resumed ``call`` at ``address`` that this resume denies (its approval
+    request answered with a no: ``None`` data included), else None. A denied call never runs, so
+    it needs no tool: the resume's checks do not ask for it (``denied_calls``), and the executor
+    answers a denied call whose tool is gone (removed or renamed since the pause, an MCP
+    server's while it is down) with this, as the tool would have. Reads the resume's data
+    without marking the point reached (``_ResumePlan.resume_for`` does, when the call runs)."""
+    if address not in plan.targets or not _approval_at(plan, address, call):
+        return None
+    approved, reason = approves(plan.targets[address])
+    return None if approved else _denial(call.name, reason)
+
+
+def denied_calls(plan: _ResumePlan | None, base: str, calls: Sequence[ToolCall]) -> set[str]:
+    """The ids of those ``calls`` (addressed below ``base``) that this resume denies
+    (``denial_at``): they need no tool to be answered."""
+    if plan is None:
+        return set()
+    return {
+        call.id
+        for call in calls
+        if denial_at(plan, join_address(base, tool_segment(call.name, call.id)), call) is not None
+    }
+
+
+def deny_hint(plan: _ResumePlan | None, base: str, calls: Sequence[ToolCall]) -> str:
+    """What a refusal of a resume whose paused ``calls`` (below ``base``) need a tool gone adds
+    for those of them awaiting approval: a denial closes them without the tool (an approval or
+    an edit cannot: nothing could run the call). Empty when none awaits approval."""
+    if plan is None:
+        return ""
+    points = [
+        address
+        for call in calls
+        if _approval_at(plan, address := join_address(base, tool_segment(call.name, call.id)), call)
+    ]
+    if not points:
+        return ""
+    shown = ", ".join(repr(point) for point in points)
+    return (
+        f"; a denial needs no tool: deny the approval of {shown} to close "
+        f"{'it' if len(points) == 1 else 'them'} without it (the model gets the 'not approved' "
+        "result and the run goes on); an approval or an edit waits for the tool"
+    )
 
 
 async def gate(

@@ -56,6 +56,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+import adk
 from adk import AgentAction, CheckpointError, Message, Role, RunContext, ToolCall
 from adk.checkpoint._state import SavedState
 from adk.history import rewrite_message
@@ -237,24 +238,34 @@ def check_tools(
     calls: Sequence[ToolCall],
     recorded: Sequence[Recorded],
     tools: Mapping[str, object] | None,
+    ctx: RunContext,
 ) -> None:
     """Refuse a resume whose open ``calls`` that must still run need a tool not among
     ``tools``: one gone since the pause (a changed ``Toolset``, code deployed in between) would
     answer "unknown tool" and drop the person's answer, so that is a ``CheckpointError`` (the
     checkpoint is kept, to resume once the tool is back). A call an earlier resume ``recorded``
     is replayed from its record and needs no tool: a checkpoint whose every call was recorded
-    resumes after its tools were removed. ``tools`` None: not all known (``ReActAgent``'s check
-    before a resume), not checked."""
+    resumes after its tools were removed. Nor does a call this resume denies
+    (``adk._approval.denied_calls``): it never runs, and the executor answers it with the
+    denial. ``tools`` None: not all known (``ReActAgent``'s check before a resume), not
+    checked."""
     if tools is None:
         return
-    finished = {done.call.id for done in recorded} if recorded else ()
-    missing = sorted({c.name for c in calls if c.name not in tools and c.id not in finished})
+    missing = [c for c in calls if c.name not in tools]
+    if not missing:  # the common case: nothing more to read
+        return
+    plan = ctx._run.plan
+    skipped = {done.call.id for done in recorded} | adk._approval.denied_calls(
+        plan, ctx.address, missing
+    )
+    missing = [c for c in missing if c.id not in skipped]
     if missing:
+        names = sorted({c.name for c in missing})
         raise saved.error(
-            f"the paused calls need tools it no longer has: {', '.join(missing)} (removed or "
+            f"the paused calls need tools it no longer has: {', '.join(names)} (removed or "
             "renamed since the pause, or a toolset's not offered now, as an optional MCP "
             "server's while it cannot be used: the checkpoint is kept, to resume once they "
-            "are back)"
+            f"are back){adk._approval.deny_hint(plan, ctx.address, missing)}"
         )
 
 

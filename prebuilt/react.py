@@ -441,7 +441,7 @@ class _ReActCore:
             exits = [*exits, *(m.tool_call_id or "" for m in shown)]
         calls = open_calls(saved, turn.messages)
         recorded = recorded_calls(saved, calls)
-        check_tools(saved, calls, recorded, turn.tools)
+        check_tools(saved, calls, recorded, turn.tools, ctx)
         self._check_round_fits(ctx, saved, iterations, calls, held)
         tally = _new_round(calls, held, action, exits)
         plan = ctx._run.plan
@@ -630,7 +630,7 @@ class _ReActCore:
         # Finished by an earlier resume of the checkpoint: replayed, not run (nor checked, nor
         # needing their tools).
         recorded = recorded_calls(saved, calls)
-        check_tools(saved, calls, recorded, tools if complete else None)
+        check_tools(saved, calls, recorded, tools if complete else None, ctx)
         finished = {done.call.id for done in recorded}
         self._check_round_fits(ctx, saved, iterations, calls, restored.held)
         action = saved_action(saved)

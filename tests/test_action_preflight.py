@@ -305,3 +305,39 @@ async def test_a_call_a_before_tool_filled_in_resumes_in_a_tool_action(tmp_path:
         assert events[-1].error is None, events[-1].error
         assert bank.sent == [("X", 5)] * count
         assert await checkpoint_ids(sqlite_store(db)) == []
+
+
+async def test_a_denial_closes_a_paused_call_whose_tool_is_gone_beside_an_approval(
+    tmp_path: Path,
+) -> None:
+    """The transfer tool removed since the pause, its call denied and the payer's approved: a
+    denied call never runs, so it needs no tool. The resume was refused ('need tools it no
+    longer has') as for an approval, so a person's no could not close the run; now the action
+    answers the call with the denial, as the tool would have, and the payer pays. An approval of
+    the gone tool's call is still refused, naming the denial that would close it."""
+    bank = Bank()
+    paused = await _paused(tmp_path, bank, _teller(ScriptedModel(list(_TRANSFER)), bank.transfer))
+    points = _points(paused)
+
+    approvals = {points["payer"]: True, points["teller"]: True}
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(ScriptedModel(["ok"]))])
+    events = await collect(
+        Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, approvals)
+    )
+    error = events[-1].exception
+    assert isinstance(error, CheckpointError), events[-1]
+    assert f"deny the approval of {points['teller']!r} to close it without it" in str(error)
+    assert bank.paid == [] and bank.sent == []
+
+    model = ScriptedModel(["ok"])
+    decisions = {points["payer"]: True, points["teller"]: {"approved": False, "reason": "gone"}}
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(model)])
+    events = await collect(
+        Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, decisions)
+    )
+    assert events[-1].error is None, events[-1]
+    assert bank.paid == [("B", 2)] and bank.sent == []
+    assert model.requests[0].messages[-1].content == (
+        "Error: the call to 'transfer' was not approved: gone"
+    )
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == []

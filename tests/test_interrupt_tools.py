@@ -935,3 +935,116 @@ async def test_results_answered_on_resume_are_sent_to_the_model_in_the_calls_ord
     assert results == ["call_b", "call_a"]  # the events: completion order
     for body in server.bodies[1:]:
         assert _sent_tool_ids(body) == [["call_a", "call_b"], ["call_a", "call_b"]]
+
+
+def _payer_service(base_url: str, store: SQLiteCheckpointStore, *tools: Any) -> Runner:
+    model = wire_model(base_url, name="wire", api_key="test")
+    return Runner(ReActAgent("payer", model, tools=list(tools)), checkpoint_store=store)
+
+
+async def test_a_denial_closes_a_paused_call_whose_tool_was_removed_beside_an_approved_one(
+    tmp_path: Path,
+) -> None:
+    """Paused at two approvals; redeployed without ``pay``. A denial never runs the call, so it
+    needs no tool, but the resume was refused ('need tools it no longer has') for a denial as
+    for an approval, and a person's no could not close the run. Now: an approval (or an edit) of
+    the removed tool's call is still refused, before anything runs, its words saying a denial
+    would close it; the denial gives the model the 'not approved' result, over the wire, beside
+    the approved call's, and the run finishes."""
+    done: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay."""
+        done.append(f"paid {cents}")
+        return f"paid {cents}"
+
+    @adk.tool(require_approval=True)
+    def ship(order: str) -> str:
+        """Ship an order."""
+        done.append(f"shipped {order}")
+        return f"shipped {order}"
+
+    calls = [
+        WireCall("pay", json.dumps({"cents": 5}), "c1"),
+        WireCall("ship", json.dumps({"order": "A-1"}), "c2"),
+    ]
+    script = [WireReply(tool_calls=calls), WireReply(text="closed")]
+    pay_point, ship_point = "agent:payer/tool:pay#c1", "agent:payer/tool:ship#c2"
+    async with OpenAIServer(script) as server:
+        async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
+            paused = await _payer_service(server.base_url, store, pay, ship).invoke("go")
+            assert paused.interrupt is not None and paused.checkpoint_id is not None
+            assert sorted(paused.interrupt.point_ids) == [pay_point, ship_point]
+            saved = await store.get(paused.checkpoint_id)
+
+            redeployed = _payer_service(server.base_url, store, ship)  # pay removed
+            for answer in (True, {"approved": True, "arguments": {"cents": 1}}):
+                with pytest.raises(RunError) as refused:
+                    await redeployed.invoke_resume(
+                        paused.checkpoint_id, {pay_point: answer, ship_point: True}
+                    )
+                said = str(refused.value)
+                assert "the paused calls need tools it no longer has: pay (" in said
+                assert f"deny the approval of {pay_point!r} to close it without it" in said
+                assert done == [] and len(server.requests) == 1
+                assert await store.get(paused.checkpoint_id) == saved
+
+            closed = await redeployed.invoke_resume(
+                paused.checkpoint_id,
+                {pay_point: {"approved": False, "reason": "gone"}, ship_point: True},
+            )
+            assert await store.get(paused.checkpoint_id) is None
+    assert closed.text == "closed" and done == ["shipped A-1"]
+    answered = server.requests[-1].body["messages"][-2:]
+    assert [(m["tool_call_id"], m["content"]) for m in answered] == [
+        ("c1", "Error: the call to 'pay' was not approved: gone"),
+        ("c2", "shipped A-1"),
+    ]
+    assert [t["function"]["name"] for t in server.requests[-1].body["tools"]] == ["ship"]
+
+
+async def test_a_denial_closes_a_paused_call_a_toolset_no_longer_offers() -> None:
+    """A ``Toolset`` (resolved at the resume, not by the check before it) that no longer offers
+    the paused call's tool: a resume without data denies the approval and the model reads the
+    denial. A call paused on its own question (not an approval) still needs its tool: only the
+    tool can take the answer, so that resume is refused as before, with no word of a denial."""
+    tools = Tools()
+
+    @adk.tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay."""
+        raise AssertionError("a denied call never runs")
+
+    class Offered:
+        def __init__(self, *offered: Any) -> None:
+            self.offered = list(offered)
+
+        async def tools(self, ctx: Any) -> list[Any]:
+            return self.offered
+
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("pay", {"cents": 5}, id="c1")]),
+            lambda messages: messages[-1].content,
+            Reply(tool_calls=[tool_call("approve", {"item": "x"}, id="c2")]),
+        ]
+    )
+    toolset = Offered(pay, tools.approve)
+    store = InMemoryCheckpointStore()
+    runner = Runner(ReActAgent("a", model, tools=[toolset]), store)
+    paused = await runner.invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    toolset.offered = [tools.approve]
+    denied = await runner.invoke_resume("cp")  # no data: a denial
+    assert denied.text == "Error: the call to 'pay' was not approved"
+    assert await store.get("cp") is None
+
+    paused = await runner.invoke("go", checkpoint_id="cp2")
+    assert paused.interrupt is not None and paused.interrupt.points[0].info == "approve x?"
+    toolset.offered = [tools.lookup]
+    with pytest.raises(RunError) as refused:
+        await runner.invoke_resume("cp2", "no")
+    assert "the paused calls need tools it no longer has: approve" in str(refused.value)
+    assert "denial" not in str(refused.value)
+    assert await store.get("cp2") is not None

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticSerializationError, SchemaSerializer, core_schema
 
+import adk
+
 from .. import _tool_turns
 from .._aio import finish
 from .._turns_left import count_ahead, spent_text, spent_turns, turns_limit
@@ -188,9 +190,38 @@ async def _call_parts(
     in, the request's model and its tools' specs (looked up per round), and its options."""
     run = ctx._run  # its lookup directly, per chat round: no wrapper to make (see _Lookup)
     model = await run.get_resource(request.model, "model")
-    tools: list[Tool] = [await run.get_resource(name, "tool") for name in request.tools]
+    if request.id in run.restored_requests:
+        tools = await _offered_now(run, request)
+    else:
+        tools = [await run.get_resource(name, "tool") for name in request.tools]
     run_ctx = ctx.run_context
     return run_ctx, model, [tool.spec for tool in tools], _options(run_ctx, request, rounds)
+
+
+async def _offered_now(run: _ActionRun, request: ChatRequestEvent) -> list[Tool]:
+    """The tools a chat a resume restored offers its model: those of its request that are
+    still there. The request was made by the code of the pause, and a tool it offers may be
+    gone since (removed or renamed in a deploy, its paused call denied or replayed from its
+    record): the model is asked without it, as a ``ReActAgent`` resumed is asked with the tools
+    it has now, rather than the chat failing after its paused round (its calls made, the
+    checkpoint kept). A tool a server that could not be asked may offer still fails the chat,
+    as a server down fails a ``ReActAgent``'s toolset."""
+    tools: list[Tool] = []
+    for name in request.tools:
+        try:
+            tools.append(await run.get_resource(name, "tool"))
+        except KeyError as exc:
+            if getattr(exc, "unasked", ()):
+                raise
+            logging.getLogger("adk.actions").warning(
+                "agent %r: the chat %r a resume restored offers tool %r, which is gone since "
+                "the pause (%s); its model is asked without it",
+                run.agent.name,
+                request.id,
+                name,
+                exc.args[0] if exc.args else "not found",
+            )
+    return tools
 
 
 def _answer(
@@ -254,8 +285,21 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
     allowed = None if event.tools is None else set(event.tools)
     tools: dict[str, Tool] = {}
     unfound: dict[str, Tool] | None = None
+    calls_ctx = ctx._run.action_context(ctx.action_name)
+    # Calls this resume denies never run: a tool only they name is not looked up (a server that
+    # is down is not asked), and the executor answers them with the denial.
+    skipped: set[str] = set()
+    if saved is not None:
+        denied = adk._approval.denied_calls(calls_ctx._run.plan, calls_ctx.address, calls)
+        for name in {call.name for call in calls if call.id in denied}:
+            if all(c.id in denied for p, c in enumerate(calls) if c.name == name and p not in done):
+                skipped.add(name)
     for call in calls:
         if call.name in tools or (allowed is not None and call.name not in allowed):
+            continue
+        if call.name in skipped:  # one registered in code still answers (its callbacks, spans)
+            if (registered := ctx._run.registered_tool(call.name)) is not None:
+                tools[call.name] = registered
             continue
         try:
             tools[call.name] = await ctx._run.get_resource(call.name, "tool")
@@ -264,14 +308,17 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
                 unfound = unfound or {}
                 unfound[call.name] = _Unfound(call.name, str(exc.args[0]))
     if saved is not None:
-        _check_tools_kept(saved, calls, done, allowed, tools.__contains__, unfound)
+        _check_tools_kept(
+            saved, calls, done, allowed, tools.__contains__, unfound, calls_ctx, skipped
+        )
     if unfound:
         tools.update(unfound)
-    if event.tools is not None and any(call.name not in tools for call in calls):
+    if event.tools is not None and any(
+        call.name not in tools and call.name not in skipped for call in calls
+    ):
         await _offered(ctx, event.tools, tools)
     tally = _Round(event, ctx, done, structured)
     open_calls = tally.open_calls()
-    calls_ctx = ctx._run.action_context(ctx.action_name)
     if saved is not None:
         tally.resumed(calls_ctx)
     lone = lone_call(open_calls, tools)
@@ -524,7 +571,13 @@ def preflight_tool_action(
     allowed = None if event.tools is None else set(event.tools)
     if not run.may_ask_for_tools():  # every tool it can have is registered: none unseen
         _check_tools_kept(
-            saved, calls, done, allowed, lambda name: run.registered_tool(name) is not None
+            saved,
+            calls,
+            done,
+            allowed,
+            lambda name: run.registered_tool(name) is not None,
+            None,
+            ctx,
         )
     for call, address in open_calls:
         if not walk.holds(address) or (allowed is not None and call.name not in allowed):
@@ -631,36 +684,52 @@ def _check_tools_kept(
     allowed: set[str] | None,
     found: Callable[[str], bool],
     unfound: Mapping[str, Tool] | None = None,
+    calls_ctx: RunContext | None = None,
+    skipped: set[str] | None = None,
 ) -> None:
     """Refuse a resume whose paused calls name a tool the agent no longer has (removed or
     renamed since the pause), as ``ReActAgent``'s resume does. Answered as an unknown tool, the
     call's approval was spent on nothing, and a chat's next round then failed on the missing tool
     with the checkpoint kept, after a parallel branch had made its approved call, which the next
-    resume made again. A call the request does not allow is answered as unknown either way.
+    resume made again. A call the request does not allow is answered as unknown either way. A
+    call the resume denies (``adk._approval.denied_calls``, found below ``calls_ctx``'s address)
+    needs no tool: it never runs, and the executor answers it with the denial.
 
     ``unfound`` holds the names an MCP server that could not be asked may offer (``_Unfound``):
     the refusal adds the lookup's words for them, the server and why, since a server down (not
-    ``optional``) is the likely cause, not a deploy that removed the tool."""
-    missing = sorted(
-        {
-            call.name
-            for place, call in enumerate(calls)
-            if place not in done
-            and (allowed is None or call.name in allowed)
-            and not found(call.name)
-        }
-    )
+    ``optional``) is the likely cause, not a deploy that removed the tool. ``skipped``: names
+    only denied calls name, not looked up."""
+    missing = [
+        call
+        for place, call in enumerate(calls)
+        if place not in done
+        and (allowed is None or call.name in allowed)
+        and not (skipped and call.name in skipped)
+        and not found(call.name)
+    ]
+    if not missing:
+        return
+    plan = calls_ctx._run.plan if calls_ctx is not None else None
+    if calls_ctx is not None:
+        denied = adk._approval.denied_calls(plan, calls_ctx.address, missing)
+        missing = [call for call in missing if call.id not in denied]
     if missing:
+        names = sorted({call.name for call in missing})
         why = "".join(
             f"; {name}: {tool._reason}"
-            for name in missing
+            for name in names
             if isinstance(tool := (unfound or {}).get(name), _Unfound)
         )
+        hint = (
+            adk._approval.deny_hint(plan, calls_ctx.address, missing)
+            if calls_ctx is not None
+            else ""
+        )
         raise saved.error(
-            f"the paused calls need tools it no longer has: {', '.join(missing)} (removed or "
+            f"the paused calls need tools it no longer has: {', '.join(names)} (removed or "
             "renamed since the pause, or a toolset's not offered now, as an optional MCP "
             "server's while it cannot be used, or a server's that could not be asked: the "
-            f"checkpoint is kept, to resume once they are back){why}"
+            f"checkpoint is kept, to resume once they are back){why}{hint}"
         )
 
 

@@ -102,6 +102,7 @@ class _ActionRun:
         "_memory",
         "_sensory",
         "agent",
+        "restored_requests",
         "chats",
         "count",
         "ctx",
@@ -119,6 +120,9 @@ class _ActionRun:
         self._sensory: ShortTermMemory | None = None  # this input's own, made on first use
         self._fanin: _FanIn | None = None  # ``collect_events``' buffers, made on first use
         self.chats: dict[str, _Chat] = {}
+        # The ids of the chat requests a resume restored (``restore``): made by the code of the
+        # pause, their offered tools may be gone since (``_builtin._call_parts``).
+        self.restored_requests: set[str] = set()
         self.queue: deque[Event] = deque()
         self.count = 0  # events processed for this input, against the agent's max_events
         self._found: dict[tuple[str, str], Any] = {}  # resources looked up in this run
@@ -564,6 +568,7 @@ class _ActionRun:
             self.chats[request_id] = _Chat(
                 request, fields.messages("messages"), fields.count("rounds")
             )
+            self.restored_requests.add(request.id)
         self.count = saved.count("count", default=0)
         sensory = saved.values.get("sensory", {})
         if not isinstance(sensory, dict) or not all(type(key) is str for key in sensory):

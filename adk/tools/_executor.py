@@ -96,6 +96,26 @@ class _UnknownTool:
         return ToolResult.error(f"unknown tool '{self._name}'; available tools: {self._known}")
 
 
+class _DeniedTool:
+    """Answers a resumed call that the resume denies when the agent no longer has its tool
+    (removed or renamed since the pause, an MCP server's that cannot be asked): with the denial,
+    as the tool would have, without running anything. Through the hooks like any tool."""
+
+    # Its name is the call's, of no tool the agent has (``_UnknownTool``'s reason).
+    _adk_unknown = True
+
+    def __init__(self, name: str, denial: ToolResult) -> None:
+        self._name = name
+        self._denial = denial
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self._name)
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        return self._denial
+
+
 def _describe(exc: BaseException) -> str:
     name = _type_name(exc)
     return f"{name}: {exc}" if str(exc) else name
@@ -185,6 +205,12 @@ async def run_tool_call(
             edit = adk._approval.edit_at(plan, address, call, resume.data)
     if tool is None:
         tool = tools.get(name) or _UnknownTool(name, tools)
+    if resumed and plan is not None and getattr(tool, "_adk_unknown", False):
+        # A denied call never runs: its tool gone since the pause (or an MCP server's, down) is
+        # no reason to refuse it, and the model gets the denial as from the tool itself.
+        denial = adk._approval.denial_at(plan, address, call)
+        if denial is not None:
+            tool = _DeniedTool(name, denial)
     # The call as it runs: with a person's edited arguments, checked here before it runs (a round
     # of several calls checked them all before any ran, ``check_resumed_calls``).
     ran = call if edit is None else adk._approval.edited_call(tool, call, address, edit)
