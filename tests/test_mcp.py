@@ -2106,6 +2106,74 @@ async def test_an_approved_call_resumed_while_its_mcp_server_is_down_says_the_se
     assert done.output == ["5", None]
 
 
+async def test_a_denial_resumed_while_its_mcp_server_is_down_closes_the_call(
+    tmp_path: Path, http_process: HTTPServerProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As above, the server down at the resume, but the person denies the call: a denied call
+    never runs, so nothing is asked of the server (no connection tried: no warning of a server
+    that could not be asked) and the action gets the denial as the call's result, the run
+    finished. The resume was refused ('need tools it no longer has') for a denial as for an
+    approval, so a person's no could not close the run while the server was down."""
+    store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
+
+    def runner(url: str) -> Runner:
+        resources = Resources()
+        toolset = MCPToolset(HTTPServer(url), tool_filter=["add"], require_approval=["add"])
+        resources.add_mcp("devices", toolset)
+        return Runner(Adder("adder"), resources=resources, checkpoint_store=store)
+
+    down = f"http://127.0.0.1:{closed_port()}/mcp"
+    async with store:
+        async with runner(http_process.url) as first:
+            paused = await first.invoke("go")
+        assert paused.checkpoint_id is not None
+        with caplog.at_level("WARNING"):
+            async with runner(down) as second:
+                done = await second.invoke_resume(
+                    paused.checkpoint_id, {"approved": False, "reason": "not today"}
+                )
+                assert [p async for p in second.pending()] == []
+    assert done.output == ["Error: the call to 'add' was not approved: not today", True]
+    assert not [r for r in caplog.records if r.name.startswith("adk.mcp")]
+
+
+async def test_a_denial_resumed_while_an_optional_servers_tools_are_not_offered_goes_on(
+    tmp_path: Path, http_process: HTTPServerProcess
+) -> None:
+    """A ``ReActAgent``'s call of an ``optional=True`` server's tool paused for approval, the
+    server down at the resume (its tools not offered): an approval waits for it (refused, the
+    checkpoint kept, the refusal saying a denial would close it), a denial goes on, the model
+    reading the denial as the call's result."""
+    store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="c1")]),
+            lambda messages: messages[-1].content,
+        ]
+    )
+
+    def service(url: str) -> Runner:
+        toolset = MCPToolset(
+            HTTPServer(url), tool_filter=["add"], require_approval=["add"], optional=True
+        )
+        return Runner(ReActAgent("ops", model, tools=[toolset]), checkpoint_store=store)
+
+    down = f"http://127.0.0.1:{closed_port()}/mcp"
+    async with store:
+        async with service(http_process.url) as runner:
+            paused = await runner.invoke("add 2 and 3")
+        assert paused.checkpoint_id is not None
+        async with service(down) as runner:
+            with pytest.raises(RunError) as refused:
+                await runner.invoke_resume(paused.checkpoint_id, True)
+            assert "deny the approval of 'agent:ops/tool:add#c1' to close it" in str(refused.value)
+            assert [p.checkpoint_id async for p in runner.pending()] == [paused.checkpoint_id]
+            done = await runner.invoke_resume(paused.checkpoint_id, False)
+            assert [p async for p in runner.pending()] == []
+    assert done.text == "Error: the call to 'add' was not approved"
+    assert len(model.requests) == 2
+
+
 async def test_a_server_that_never_answers_its_handshake_is_a_handshake_failure(
     tmp_path: Path,
 ) -> None:

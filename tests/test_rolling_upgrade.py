@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from upgrade_scenarios import CASES, FIXTURES, LEDGER, events
+from upgrade_scenarios import CASES, FIXTURES, LEDGER, Asker, _fixer, events, lookup
 
-from adk import AgentEvent, cli
+from adk import AgentEvent, Resources, RunError, Runner, cli
+from adk.actions import ActionContext, OutputEvent, ToolResponseEvent, action
 from adk.checkpoint import PendingCheckpoint, SQLiteCheckpointStore, list_pending
 from adk.execution import LocalExecutionEnvironment
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
 
 COMMITS = sorted(p.name for p in FIXTURES.iterdir() if (p / "events.json").exists())
 """``fcb362c``: 28 Nov, before keyed pauses were listed with their key and index, an error named
@@ -152,3 +155,48 @@ async def test_this_pyadks_events_and_outputs_add_to_an_older_ones_and_change_no
     errors += [o["error"] for o in now["keyed"]]
     assert errors and all(error["cause"] == "ValueError" for error in errors)
     assert now["events"] != written["events"]
+
+
+class _Contents(Asker):
+    """``Asker``, outputting its round's results as the model would read them."""
+
+    @action(ToolResponseEvent)
+    @staticmethod
+    def answered(event: ToolResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=[response.content for response in event.responses]))
+
+
+@pytest.mark.parametrize("commit", COMMITS)
+async def test_an_older_pyadks_pause_whose_tool_is_gone_is_closed_by_a_denial(
+    commit: str, tmp_path: Path
+) -> None:
+    """The older pyadk's pauses at ``fix``'s approval (a ``ReActAgent``'s and an
+    ``ActionAgent``'s), resumed by this one deployed without ``fix``: an approval is refused,
+    the checkpoint kept, naming the denial that would close it; a denial closes it, the model
+    (or the action) getting the 'not approved' result. Refused for a denial too before: a
+    person's no could not close a run whose tool a deploy had removed."""
+    react, _ = _kept(commit, "react_structured")
+    action, _ = _kept(commit, "action_structured")
+    model = ScriptedModel(_fixer)
+    asker = Resources()
+    asker.add_tool(lookup)
+    runners = {
+        "react_structured": Runner(ReActAgent("fixer", model, tools=[lookup])),
+        "action_structured": Runner(_Contents("asker", resources=asker)),
+    }
+    async with SQLiteCheckpointStore(str(tmp_path / "checkpoints.db")) as store:
+        await store.put("react_structured", react)
+        await store.put("action_structured", action)
+        results = {}
+        for name, runner in runners.items():
+            runner.checkpoint_store = store
+            with pytest.raises(RunError, match="to close it without it") as refused:
+                await runner.invoke_resume(name, True)
+            assert "the paused calls need tools it no longer has: fix (" in str(refused.value)
+            assert await store.get(name) == (react if name == "react_structured" else action)
+            results[name] = await runner.invoke_resume(name, {"approved": False, "reason": "gone"})
+            assert await store.get(name) is None
+    denial = "Error: the call to 'fix' was not approved: gone"
+    assert results["react_structured"].text == "done"
+    assert model.requests[-1].messages[-1].content == denial
+    assert results["action_structured"].output == ['{"site":"north","limit":70.0}', denial]
