@@ -971,30 +971,32 @@ async def test_a_denial_closes_a_paused_call_whose_tool_was_removed_beside_an_ap
     ]
     script = [WireReply(tool_calls=calls), WireReply(text="closed")]
     pay_point, ship_point = "agent:payer/tool:pay#c1", "agent:payer/tool:ship#c2"
-    async with OpenAIServer(script) as server:
-        async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
-            paused = await _payer_service(server.base_url, store, pay, ship).invoke("go")
-            assert paused.interrupt is not None and paused.checkpoint_id is not None
-            assert sorted(paused.interrupt.point_ids) == [pay_point, ship_point]
-            saved = await store.get(paused.checkpoint_id)
+    async with (
+        OpenAIServer(script) as server,
+        SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
+    ):
+        paused = await _payer_service(server.base_url, store, pay, ship).invoke("go")
+        assert paused.interrupt is not None and paused.checkpoint_id is not None
+        assert sorted(paused.interrupt.point_ids) == [pay_point, ship_point]
+        saved = await store.get(paused.checkpoint_id)
 
-            redeployed = _payer_service(server.base_url, store, ship)  # pay removed
-            for answer in (True, {"approved": True, "arguments": {"cents": 1}}):
-                with pytest.raises(RunError) as refused:
-                    await redeployed.invoke_resume(
-                        paused.checkpoint_id, {pay_point: answer, ship_point: True}
-                    )
-                said = str(refused.value)
-                assert "the paused calls need tools it no longer has: pay (" in said
-                assert f"deny the approval of {pay_point!r} to close it without it" in said
-                assert done == [] and len(server.requests) == 1
-                assert await store.get(paused.checkpoint_id) == saved
+        redeployed = _payer_service(server.base_url, store, ship)  # pay removed
+        for answer in (True, {"approved": True, "arguments": {"cents": 1}}):
+            with pytest.raises(RunError) as refused:
+                await redeployed.invoke_resume(
+                    paused.checkpoint_id, {pay_point: answer, ship_point: True}
+                )
+            said = str(refused.value)
+            assert "the paused calls need tools it no longer has: pay (" in said
+            assert f"deny the approval of {pay_point!r} to close it without it" in said
+            assert done == [] and len(server.requests) == 1
+            assert await store.get(paused.checkpoint_id) == saved
 
-            closed = await redeployed.invoke_resume(
-                paused.checkpoint_id,
-                {pay_point: {"approved": False, "reason": "gone"}, ship_point: True},
-            )
-            assert await store.get(paused.checkpoint_id) is None
+        closed = await redeployed.invoke_resume(
+            paused.checkpoint_id,
+            {pay_point: {"approved": False, "reason": "gone"}, ship_point: True},
+        )
+        assert await store.get(paused.checkpoint_id) is None
     assert closed.text == "closed" and done == ["shipped A-1"]
     answered = server.requests[-1].body["messages"][-2:]
     assert [(m["tool_call_id"], m["content"]) for m in answered] == [

@@ -102,12 +102,12 @@ class _ActionRun:
         "_memory",
         "_sensory",
         "agent",
-        "restored_requests",
         "chats",
         "count",
         "ctx",
         "plan",
         "queue",
+        "restored_requests",
     )
 
     def __init__(self, agent: ActionAgent, ctx: RunContext) -> None:
