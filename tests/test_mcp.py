@@ -2107,14 +2107,19 @@ async def test_an_approved_call_resumed_while_its_mcp_server_is_down_says_the_se
 
 
 async def test_a_denial_resumed_while_its_mcp_server_is_down_closes_the_call(
-    tmp_path: Path, http_process: HTTPServerProcess, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, http_process: HTTPServerProcess
 ) -> None:
     """As above, the server down at the resume, but the person denies the call: a denied call
-    never runs, so nothing is asked of the server (no connection tried: no warning of a server
-    that could not be asked) and the action gets the denial as the call's result, the run
-    finished. The resume was refused ('need tools it no longer has') for a denial as for an
-    approval, so a person's no could not close the run while the server was down."""
+    never runs, so nothing is asked of the server (its address, a listener that drops every
+    connection, is never connected to) and the action gets the denial as the call's result,
+    the run finished. The resume was refused ('need tools it no longer has') for a denial as for
+    an approval, so a person's no could not close the run while the server was down."""
     store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
+    connections: list[object] = []
+
+    async def dropped(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer.get_extra_info("peername"))
+        writer.close()
 
     def runner(url: str) -> Runner:
         resources = Resources()
@@ -2122,19 +2127,19 @@ async def test_a_denial_resumed_while_its_mcp_server_is_down_closes_the_call(
         resources.add_mcp("devices", toolset)
         return Runner(Adder("adder"), resources=resources, checkpoint_store=store)
 
-    down = f"http://127.0.0.1:{closed_port()}/mcp"
-    async with store:
+    listener = await asyncio.start_server(dropped, "127.0.0.1", 0)
+    down = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/mcp"
+    async with listener, store:
         async with runner(http_process.url) as first:
             paused = await first.invoke("go")
         assert paused.checkpoint_id is not None
-        with caplog.at_level("WARNING"):
-            async with runner(down) as second:
-                done = await second.invoke_resume(
-                    paused.checkpoint_id, {"approved": False, "reason": "not today"}
-                )
-                assert [p async for p in second.pending()] == []
+        async with runner(down) as second:
+            done = await second.invoke_resume(
+                paused.checkpoint_id, {"approved": False, "reason": "not today"}
+            )
+            assert [p async for p in second.pending()] == []
     assert done.output == ["Error: the call to 'add' was not approved: not today", True]
-    assert not [r for r in caplog.records if r.name.startswith("adk.mcp")]
+    assert connections == []
 
 
 async def test_a_denial_resumed_while_an_optional_servers_tools_are_not_offered_goes_on(
