@@ -308,13 +308,15 @@ async def test_a_call_a_before_tool_filled_in_resumes_in_a_tool_action(tmp_path:
 
 
 async def test_a_denial_closes_a_paused_call_whose_tool_is_gone_beside_an_approval(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The transfer tool removed since the pause, its call denied and the payer's approved: a
     denied call never runs, so it needs no tool. The resume was refused ('need tools it no
     longer has') as for an approval, so a person's no could not close the run; now the action
-    answers the call with the denial, as the tool would have, and the payer pays. An approval of
-    the gone tool's call is still refused, naming the denial that would close it."""
+    answers the call with the denial, as the tool would have, and the payer pays; the chat,
+    whose request offers the gone tool, asks its model without it (it failed there on the
+    lookup, after the payment). An approval of the gone tool's call is still refused, naming the
+    denial that would close it."""
     bank = Bank()
     paused = await _paused(tmp_path, bank, _teller(ScriptedModel(list(_TRANSFER)), bank.transfer))
     points = _points(paused)
@@ -332,10 +334,15 @@ async def test_a_denial_closes_a_paused_call_whose_tool_is_gone_beside_an_approv
     model = ScriptedModel(["ok"])
     decisions = {points["payer"]: True, points["teller"]: {"approved": False, "reason": "gone"}}
     both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(model)])
-    events = await collect(
-        Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, decisions)
-    )
+    with caplog.at_level("WARNING", logger="adk.actions"):
+        events = await collect(
+            Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, decisions)
+        )
     assert events[-1].error is None, events[-1]
+    # The chat's request (made before the deploy) offers the gone tool: asked without it.
+    assert model.requests[0].tools == []
+    [warned] = [r.getMessage() for r in caplog.records if r.name == "adk.actions"]
+    assert "offers tool 'transfer', which is gone since the pause" in warned
     assert bank.paid == [("B", 2)] and bank.sent == []
     assert model.requests[0].messages[-1].content == (
         "Error: the call to 'transfer' was not approved: gone"
