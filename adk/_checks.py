@@ -28,20 +28,27 @@ SettingCheck = Callable[[Any, Any], Any]
 """``check(obj, value)``: ``value`` as the attribute keeps it, or the constructor's error."""
 
 
-def checked_settings(checks: Mapping[str, SettingCheck]) -> Callable[[Any, str, Any], None]:
+def checked_settings(
+    checks: Mapping[str, SettingCheck], made: str
+) -> Callable[[Any, str, Any], None]:
     """A ``__setattr__`` for a class whose constructor checks some public attributes: assigned
     later (``agent.max_iterations = "5"``), each is checked as the constructor checks it, by
     ``checks[name]``, which returns what to keep (a list made a frozenset, say) or raises;
     other names are set as they are. A ``__setattr__`` rather than properties: a run reads these
     attributes per model call or per step, and an instance attribute's read stays CPython's
     specialised one, where a property's would be a call; a write (the constructor's, rarely a
-    run's) pays the call instead. A refused value leaves the attribute as it was."""
+    run's) pays the call instead. A refused value leaves the attribute as it was.
+
+    ``made`` is an attribute the class's constructor sets once what the checks read is set:
+    before it, a setting is set as it is. A user's subclass may set one in its ``__init__``
+    before ``super().__init__`` (to pass it on), where a check read attributes the base
+    constructor had not set yet; the constructor checks what it is given."""
     find = checks.get
     store = object.__setattr__
 
     def __setattr__(obj: Any, name: str, value: Any) -> None:
         check = find(name)
-        if check is not None:
+        if check is not None and hasattr(obj, made):  # ``hasattr`` only for a checked name
             value = check(obj, value)
         store(obj, name, value)
 

@@ -54,7 +54,7 @@ class FlowAgent:
     max_transfers: int = 100
     # ``max_transfers`` assigned after the flow is made is checked as ``with_sub_agents``
     # checks it: ``adk._checks.checked_settings``.
-    __setattr__ = checked_settings({"max_transfers": _set_max_transfers})
+    __setattr__ = checked_settings({"max_transfers": _set_max_transfers}, made="name")
     # It runs its agent in place, at its own address (``adk._instrument``): a ``before_agent``
     # answer given for the flow is that agent's answer, and the flow goes on around it.
     _adk_in_place = True

@@ -428,7 +428,7 @@ class LoopAgent(_Workflow):
     or error)."""
 
     # ``max_iterations`` assigned later is checked as when made: ``checked_settings``.
-    __setattr__ = checked_settings({"max_iterations": _set_max_iterations})
+    __setattr__ = checked_settings({"max_iterations": _set_max_iterations}, made="sub_agents")
     max_iterations: int | None  # set by the constructor past ``__setattr__``
 
     def __init__(
@@ -536,7 +536,7 @@ class ParallelAgent(_Workflow):
     its previous event was taken. The first error (or exit) cancels the other branches."""
 
     # ``max_concurrency`` assigned later is checked as when made: ``checked_settings``.
-    __setattr__ = checked_settings({"max_concurrency": _set_max_concurrency})
+    __setattr__ = checked_settings({"max_concurrency": _set_max_concurrency}, made="sub_agents")
     max_concurrency: int | None  # set by the constructor past ``__setattr__``
 
     def __init__(

@@ -817,7 +817,7 @@ class PlanExecute(SequentialAgent):
 
     # ``max_iterations`` assigned later is checked as when made, and bounds the loop:
     # ``adk._checks.checked_settings``.
-    __setattr__ = checked_settings({"max_iterations": _set_max_iterations})
+    __setattr__ = checked_settings({"max_iterations": _set_max_iterations}, made="_loop")
     max_iterations: int  # set by the constructor past ``__setattr__``
 
     def __init__(

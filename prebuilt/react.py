@@ -1388,7 +1388,7 @@ class ReActAgent:
 
     # Settings assigned after the agent is made are checked as its constructor checks them
     # (``_SETTINGS``; ``model`` by its property): ``adk._checks.checked_settings``.
-    __setattr__ = checked_settings(_SETTINGS)
+    __setattr__ = checked_settings(_SETTINGS, made="_adk_flow")
     # Set by the constructor past ``__setattr__`` (checked there once): declared for typing.
     name: str
     description: str
@@ -1548,10 +1548,12 @@ class ReActAgent:
 
     @model.setter
     def model(self, model: ChatModel | str) -> None:
-        # Set after the agent is made, checked as when made (the constructor's own set too:
-        # a cheap check, where telling the two apart by ``__dict__`` would make the agent's
-        # attributes a dict, every read of them slower: see the getter).
-        _check_model(model, f"ReActAgent {self.name!r}:")
+        # Set after the agent is made, checked as when made: the constructor checked its own
+        # (``_adk_flow`` is set last; a subclass may set ``model`` before ``super().__init__``,
+        # where ``name`` is not set yet). ``hasattr``, not ``__dict__``, whose read would make
+        # the agent's attributes a dict, every read of them slower: see the getter.
+        if hasattr(self, "_adk_flow"):
+            _check_model(model, f"ReActAgent {self.name!r}:")
         self._model = model
         if isinstance(model, str):
             _naming.add(self)

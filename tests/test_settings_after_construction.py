@@ -153,3 +153,78 @@ async def test_a_flows_history_rewriter_assigned_later_reaches_its_sub_agents() 
     worker.model = ScriptedModel(["done"])
     assert (await Runner(flow).invoke("hi")).text == "done"
     assert (seen, own) == (["coordinator"], ["worker"])
+
+
+class _LoopSettingFirst(LoopAgent):
+    def __init__(self) -> None:
+        self.max_iterations = 3  # before the base class made it: passed on below
+        super().__init__("l", [_react()], max_iterations=self.max_iterations)
+
+
+class _ParallelSettingFirst(ParallelAgent):
+    def __init__(self) -> None:
+        self.max_concurrency = 2
+        super().__init__("p", [_react()], max_concurrency=self.max_concurrency)
+
+
+class _ReActSettingsFirst(ReActAgent):
+    def __init__(self) -> None:
+        self.model = ScriptedModel(["x"])
+        self.max_iterations = 3
+        self.return_directly = ["lookup"]
+        self.history_rewriter = default_rewriter
+        self.output_key = "answer"
+        super().__init__(
+            "a",
+            self.model,
+            tools=[lookup],
+            max_iterations=self.max_iterations,
+            return_directly=self.return_directly,
+            history_rewriter=self.history_rewriter,
+            output_key=self.output_key,
+        )
+
+
+class _ActionSettingFirst(ActionAgent):
+    def __init__(self) -> None:
+        self.max_events = 5
+        super().__init__("act", actions=[echo], max_events=self.max_events)
+
+
+class _PlanSettingFirst(PlanExecute):
+    def __init__(self) -> None:
+        self.max_iterations = 4
+        made = PlanExecute.from_model(ScriptedModel(["x"]))
+        super().__init__(
+            made.planner, made.executor, made.replanner, max_iterations=self.max_iterations
+        )
+
+
+class _ToolSettingFirst(FunctionTool[..., Any]):
+    def __init__(self) -> None:
+        self.timeout = 2.0
+        super().__init__(lookup, timeout=self.timeout)
+
+
+@pytest.mark.parametrize(
+    ("made", "name", "value"),
+    [
+        (_LoopSettingFirst, "max_iterations", 3),
+        (_ParallelSettingFirst, "max_concurrency", 2),
+        (_ReActSettingsFirst, "max_iterations", 3),
+        (_ActionSettingFirst, "max_events", 5),
+        (_PlanSettingFirst, "max_iterations", 4),
+        (_ToolSettingFirst, "timeout", 2.0),
+    ],
+)
+def test_a_subclass_setting_a_setting_before_the_base_constructor_is_made(
+    made: Callable[[], Any], name: str, value: Any
+) -> None:
+    # A user's subclass that sets a setting in its __init__ before super().__init__ (to pass it
+    # on) was made before checks on assignment; the check read what the base constructor had
+    # not set yet ('... object has no attribute name'). The constructor checks what it is given.
+    obj = made()
+    assert getattr(obj, name) == value
+    with pytest.raises((TypeError, ValueError)):  # and checked once made
+        setattr(obj, name, 0)
+    assert getattr(obj, name) == value

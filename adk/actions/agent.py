@@ -55,7 +55,7 @@ class ActionAgent(BaseAgent):
     """
 
     # ``max_events`` assigned later is checked as when made: ``adk._checks.checked_settings``.
-    __setattr__ = checked_settings({"max_events": _set_max_events})
+    __setattr__ = checked_settings({"max_events": _set_max_events}, made="name")
 
     def __init__(
         self,

@@ -747,7 +747,9 @@ class FunctionTool(Generic[_P, _R]):
 
     @timeout.setter
     def timeout(self, value: float | None) -> None:
-        self._timeout = _set_timeout(self, value)
+        # Checked once the tool is made (``_spec`` is set last): a subclass may set it before
+        # ``super().__init__``, which checks what it is given.
+        self._timeout = _set_timeout(self, value) if hasattr(self, "_spec") else value
 
     @property
     def spec(self) -> ToolSpec:
