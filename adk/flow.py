@@ -34,8 +34,9 @@ __all__ = ["FlowAgent", "with_sub_agents"]
 _FLOW_SLOT = "flow"
 
 
-_MAX_DEPTH = 1000
-"""The most enclosing flows ``history_rewriter`` looks through (a bound, not a limit met)."""
+_UNCOUNTED = 4
+"""The enclosing flows ``history_rewriter`` reads before it keeps count of those it has read:
+a graph's usual depth, read without a set made per run and transfer."""
 
 
 def _set_max_transfers(flow: FlowAgent, value: Any) -> Any:
@@ -89,14 +90,27 @@ class FlowAgent:
         a sub-agent reads the history as its parent shapes it unless it has a rewriter of its
         own, whether the parent's was given before the sub-agent was wired or assigned since
         (it was copied at wiring, so one assigned later reached the parent alone)."""
-        node: FlowAgent | None = self
-        for _ in range(_MAX_DEPTH):
-            if node is None:
-                return None
+        node: FlowAgent = self
+        for _ in range(_UNCOUNTED):
             own = node._rewriter
             if own is not None:
                 return own
-            node = node.parent
+            parent = node.parent
+            if parent is None or parent is self:  # the top, or round a ring of transfers
+                return None
+            node = parent
+        # Deeper, each flow read once: a ring of transfers above this flow has no top (read to
+        # a bound, a ring of three was read ~330 times at every run and transfer).
+        seen: set[int] = set()
+        while id(node) not in seen:
+            seen.add(id(node))
+            own = node._rewriter
+            if own is not None:
+                return own
+            parent = node.parent
+            if parent is None:
+                return None
+            node = parent
         return None
 
     @history_rewriter.setter

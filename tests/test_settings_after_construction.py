@@ -155,6 +155,43 @@ async def test_a_flows_history_rewriter_assigned_later_reaches_its_sub_agents() 
     assert (seen, own) == (["coordinator"], ["worker"])
 
 
+def _count_rewriter_reads(node: adk.FlowAgent) -> list[int]:
+    """``node``'s own rewriter read through a counter: how often a walk reached it."""
+    reads = [0]
+
+    class _Counted(adk.FlowAgent):
+        @property
+        def _rewriter(self) -> adk.history.HistoryRewriter | None:
+            reads[0] += 1
+            return self.__dict__["_rewriter"]  # type: ignore[no-any-return]
+
+    node.__class__ = _Counted
+    return reads
+
+
+@pytest.mark.parametrize("start", ["in the ring", "below it"])
+def test_a_ring_of_transfers_without_a_rewriter_is_walked_once(start: str) -> None:
+    """Agents wired in a ring (a round of transfers: a over b over c over a) have no rewriter
+    at the top to find: reading one walked the ring up to 1,000 flows (~330 rounds of it), at
+    every run and every transfer of theirs."""
+    a, b, c, d = (ReActAgent(n, ScriptedModel(["x"])) for n in "abcd")
+    flows = {n: with_sub_agents(agent, [sub]) for n, agent, sub in [("a", a, b), ("b", b, c)]}
+    with_sub_agents(c, [a], allow_transfer_to_parent=False)
+    if start == "below it":
+        tail = adk.FlowAgent(d)
+        tail.parent = flows["a"]  # d reads through the ring without being in it
+        reads = _count_rewriter_reads(flows["b"])
+        assert tail.history_rewriter is None
+        assert reads[0] <= 2
+    else:
+        reads = _count_rewriter_reads(flows["b"])
+        assert flows["a"].history_rewriter is None
+        assert reads[0] == 1
+    rewriter = _recording([])
+    flows["b"].__dict__["_rewriter"] = rewriter  # found in the ring, where it is
+    assert flows["a"].history_rewriter is rewriter
+
+
 class _LoopSettingFirst(LoopAgent):
     def __init__(self) -> None:
         self.max_iterations = 3  # before the base class made it: passed on below
