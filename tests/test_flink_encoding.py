@@ -511,6 +511,8 @@ def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> Non
         assert failed["output"] is None and failed["error"]["type"] == "CheckpointError"
         assert "record 1 (key 'a') cannot be sent or kept as JSON" in failed["error"]["message"]
         assert "the session of key 'a'" in failed["error"]["message"]
+        # The refusal's word, as every other CheckpointError's output has (ErrorInfo.reason).
+        assert failed["error"].get("reason") == "unstorable", failed["error"]
         assert state.stored == kept
 
         again = _texts_of(list(function.process_element({"score": "2", "keep": True}, state)))

@@ -641,7 +641,9 @@ class _WorkerAgent:
                 # pause can still be resumed rather than lost with the request.
                 paused, saved = _paused_in(outputs)
                 reason += saved
-                error = ErrorInfo(_type_name(exc), reason)
+                # A refused session's CheckpointError keeps its word, as ``ErrorInfo.of`` has it.
+                word = exc.reason if isinstance(exc, CheckpointError) else None
+                error = ErrorInfo(_type_name(exc), reason, reason=word)
                 outputs = [
                     KeyedOutput(
                         key,
