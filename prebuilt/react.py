@@ -1548,12 +1548,16 @@ class ReActAgent:
 
     @model.setter
     def model(self, model: ChatModel | str) -> None:
-        # Set after the agent is made, checked as when made: the constructor checked its own
-        # (``_adk_flow`` is set last; a subclass may set ``model`` before ``super().__init__``,
-        # where ``name`` is not set yet). ``hasattr``, not ``__dict__``, whose read would make
-        # the agent's attributes a dict, every read of them slower: see the getter.
-        if hasattr(self, "_adk_flow"):
-            _check_model(model, f"ReActAgent {self.name!r}:")
+        # Set after the agent is made, checked as when made (the constructor's own set too:
+        # a cheap check, where telling the two apart by ``__dict__`` would make the agent's
+        # attributes a dict, every read of them slower: see the getter). A subclass may set
+        # it before ``super().__init__``, which checks what it is given: no name to say yet.
+        try:
+            name = self.name
+        except AttributeError:
+            name = None
+        if name is not None:
+            _check_model(model, f"ReActAgent {name!r}:")
         self._model = model
         if isinstance(model, str):
             _naming.add(self)
