@@ -24,6 +24,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -378,6 +379,14 @@ _ENTERING = threading.Lock()
 its blocks and hold its parts: event loops in several threads may share a runner, where two
 enters at once both held its parts and the count and holds went apart. One lock for every
 runner, held for a few reads, so a runner made per request costs no lock of its own."""
+
+
+_BLOCK_END: ContextVar[tuple[Runner, list[Any] | None] | None] = ContextVar(
+    "adk_runner_block_end", default=None
+)
+"""Set by a runner's ``async with`` end for its ``aclose`` (a subclass's own too): the runner and
+what the block let go of under ``_ENTERING``, which ``aclose`` closes rather than what the runner
+holds by then (another thread's block, entered since)."""
 
 
 def _not_input(value: object) -> str:
@@ -1630,7 +1639,13 @@ class Runner(AsyncCloseable):
             # Let go in the same step as the count reaches 0: an enter of another thread after
             # it holds the parts afresh, so the close below leaves them to that block.
             holding, self._holding = self._holding, None
-        await self._close(holding)
+        # Through ``aclose``, a subclass's own too (``async with`` ends with it, as every
+        # ``AsyncCloseable``'s does), which closes what was let go of here (``_BLOCK_END``).
+        token = _BLOCK_END.set((self, holding))
+        try:
+            await self.aclose()
+        finally:
+            _BLOCK_END.reset(token)
 
     def _parts(self) -> list[Any]:
         """What the runner closes: every part of the agent tree that has an ``aclose``, then its
@@ -1654,8 +1669,13 @@ class Runner(AsyncCloseable):
         request over shared ones closes nothing under the others' runs. The runner lets go of
         what it held for its own ``async with`` first. One failing does not keep the others
         open: all are closed, then the first failure is raised (the others are logged)."""
-        with _ENTERING:
-            holding, self._holding = self._holding, None
+        ending = _BLOCK_END.get()
+        if ending is not None and ending[0] is self:  # its block's end: what the block let go of
+            _BLOCK_END.set(None)  # once: a second aclose in it lets go of what it holds then
+            holding = ending[1]
+        else:
+            with _ENTERING:
+                holding, self._holding = self._holding, None
         await self._close(holding)
 
     async def _close(self, holding: list[Any] | None) -> None:

@@ -294,6 +294,29 @@ async def test_a_runner_inside_two_blocks_at_once_holds_until_the_last_ends() ->
     assert model.closed == 1
 
 
+class _AppRunner(Runner):
+    """A runner of one's own closing more of its own: its ``aclose`` ends its ``async with``,
+    as ``AsyncCloseable``'s blocks end (``await obj.aclose()``)."""
+
+    closed_own = 0
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        self.closed_own += 1
+
+
+async def test_a_runner_subclasss_own_aclose_ends_its_async_with_block() -> None:
+    """84bef13's block end closed the runner's parts without its ``aclose``: a subclass closing a
+    client of its own there left it open at every ``async with``'s end."""
+    model = _Closing(["hi"])
+    runner = _AppRunner(ReActAgent("a", model))
+    async with runner:
+        async with runner:
+            pass
+        assert (runner.closed_own, model.closed) == (0, 0)  # the outer block still holds them
+    assert (runner.closed_own, model.closed) == (1, 1)
+
+
 async def test_an_explicit_close_closes_at_once_whoever_holds_it() -> None:
     """``aclose()`` on the ``Resources`` itself is the explicit close: it does not wait for the
     holders (as the docs say), unlike a block's or a runner's end."""
