@@ -152,6 +152,16 @@ async def test_an_answer_that_is_not_utf8_fails_its_call_at_once_and_the_session
         # A notification whose params end with an "id" of their own.
         (b'{"jsonrpc": "2.0", "method": "notifications/message", ', b', "id": 5}}', None),
         (b'{"result": {"id": 5, "content": [', b"]}}", None),  # an id inside the result
+        # A request of the server's own in the Python SDK's order (jsonrpc, id, method, params):
+        # a sampling or elicitation request over the cap, whose id is no call's either.
+        (b'{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{', b"}}", None),
+        (b'{"id": 5, "method": "elicitation/create", "params": {', b"}}", None),
+        # Neither edge shows it an answer (its method in the middle): the id last is no call's.
+        (b'{"params": {"messages": [', b'"method": "ping", "jsonrpc": "2.0", "id": 5}', None),
+        # An answer's own members in another order, or an error answer: still found.
+        (b'{"id": 7, "jsonrpc": "2.0", "result": {', b"}}", 7),
+        (b'{"jsonrpc": "2.0", "id": 7, "error": {"code": -1, "message": "', b'"}}', 7),
+        (b'{"error": {"code": -1, "message": "', b'"}, "jsonrpc": "2.0", "id": 7}', 7),
     ],
 )
 def test_the_call_an_unreadable_line_answers_is_found_only_as_the_messages_own_id(

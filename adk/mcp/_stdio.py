@@ -10,7 +10,8 @@ each new chunk only: linear. A message longer than the cap it is given (64 MiB, 
 line is read and dropped, its start and end kept to find whose answer it is, and that request is
 answered with an error saying so (the tool's call gets an error result; the connection goes on).
 One naming no request it can be told to answer (a notification or a request of the server's, or
-an answer whose ``id`` is in neither its first nor its last few hundred bytes) ends the
+an answer whose start does not show it one, ``result`` or ``error`` after its ``id`` or first with
+its ``id`` last, in its first and last few hundred bytes) ends the
 connection, with a warning naming the server: a request it answered would otherwise wait out its
 whole timeout. A line that is not text in the server's encoding (UTF-8) is treated alike.
 
@@ -56,15 +57,26 @@ READABLE = all(hasattr(_mcp_stdio, name) for name in _HELPERS)
 
 # How much of an oversized message's start and end is kept to find its ``id``.
 _EDGE = 512
-# ``{"jsonrpc": "2.0", "id": 7, ...`` (the Python SDK's order) or ``{"id": 7, ...``.
+_JSONRPC = rb'(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?'
+_ID = rb'(-?\d{1,19}|"(?:[^"\\]|\\.){0,200}")'
+# ``{"jsonrpc": "2.0", "id": 7, "result": ...`` (the Python SDK's order) or ``{"id": 7, "error":
+# ...``: the id first, an answer's ``result`` or ``error`` next. A request of the server's own
+# writes its ``id`` first too (``{"jsonrpc": "2.0", "id": 7, "method": ...``): its id is no call's.
 _ID_FIRST = re.compile(
-    rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,200}")\s*,'
+    rb"\A\s*\{\s*"
+    + _JSONRPC
+    + rb'"id"\s*:\s*'
+    + _ID
+    + rb"\s*,\s*"
+    + _JSONRPC
+    + rb'"(?:result|error)"\s*:'
 )
-# ``{"method": ...`` or ``{"jsonrpc": "2.0", "method": ...``: a message of the server's own, whose
-# ``id`` (a request's, last in the TypeScript SDK's order) is no request of the client's.
-_METHOD_FIRST = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"method"\s*:')
-# ``..., "jsonrpc": "2.0", "id": 7}`` (the TypeScript SDK writes the result first).
-_ID_LAST = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,200}")\s*\}\s*\Z')
+# ``{"result": ...`` or ``{"jsonrpc": "2.0", "error": ...``: an answer whose id is to come last
+# (the TypeScript SDK writes the result first), ``..., "jsonrpc": "2.0", "id": 7}``. A message
+# starting otherwise (a request of the server's, ``{"method": ...``, or members in another order)
+# is not read as an answer from its end: the ``id`` there may be a request's.
+_ANSWER_FIRST = re.compile(rb"\A\s*\{\s*" + _JSONRPC + rb'"(?:result|error)"\s*:')
+_ID_LAST = re.compile(rb',\s*"id"\s*:\s*' + _ID + rb"\s*\}\s*\Z")
 
 
 class _Oversized:
@@ -79,11 +91,10 @@ class _Oversized:
 
 
 def _request_id(head: bytes, tail: bytes) -> int | str | None:
-    """The id of the request a line answers, if its start (``head``) or end (``tail``) shows it
-    as the object's own member; None otherwise (a notification, an id in the middle)."""
-    if _METHOD_FIRST.match(head):  # a request or notification (the TypeScript SDK's order)
-        return None
-    found = _ID_FIRST.match(head) or _ID_LAST.search(tail)
+    """The id of the request a line answers, if its start (``head``) shows it an answer (its
+    ``result`` or ``error`` after its ``id``, or first with the ``id`` at its end, ``tail``); None
+    otherwise (a request or notification of the server's, an id in the middle)."""
+    found = _ID_FIRST.match(head) or (_ANSWER_FIRST.match(head) and _ID_LAST.search(tail))
     if found is None:
         return None
     try:
