@@ -36,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp_servers.hostile_server import _tools as hostile_tools
 
@@ -43,6 +44,7 @@ from adk import RunError, Runner
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.mcp import _stdio as stdio_reader
+from adk.mcp._servers import _answers_nothing
 from adk.mcp._stdio import _request_id
 from adk.messages import Role
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -356,6 +358,15 @@ class _RawHTTP(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "id" not in body and self.server.cut_notification_answers:
+            # A JSON answer to a notification, cut off: it names 1000 bytes, sends 9, closes.
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc')
+            self.close_connection = True
+            return
         if "id" not in body:  # a notification
             self.send_response(202)
             self.end_headers()
@@ -397,6 +408,7 @@ class _RawHTTP(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def raw_http() -> Iterator[Any]:
     server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _RawHTTP)
+    server.cut_notification_answers = False
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -447,6 +459,44 @@ async def test_a_json_answer_over_the_cap_fails_its_call_at_once_and_the_session
     assert big.is_error and big.content.startswith(f"Error: tool '{name}' failed: "), big
     assert "the server's answer was over the 1048576 bytes one MCP message may be" in big.content
     assert ok.content == "wait ran" and not ok.is_error
+
+
+async def test_a_json_answer_to_a_notification_is_left_unread_as_the_mcp_client_leaves_it(
+    raw_http: Any,
+) -> None:
+    """A server answering a notification (``notifications/initialized``) with a JSON body, one
+    cut off here: the ``mcp`` client reads a JSON answer only to a request, so the body is not
+    read and the session goes on. The cap's reading (``_capped``) read every 2xx JSON answer to
+    a POST: the cut body's error ended the client's writer, every call on the session lost (and
+    one that never ended, read without a read timeout, held the writer for good)."""
+    raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, True
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    try:
+        async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+            tools = {tool.spec.name: tool for tool in await toolset.tools()}
+            ran = await tools["wait"].run("{}", None)  # type: ignore[arg-type]
+    finally:
+        raw_http.cut_notification_answers = False
+    assert ran.content == "wait ran" and not ran.is_error, ran
+
+
+@pytest.mark.parametrize(
+    ("message", "nothing"),
+    [
+        ({"jsonrpc": "2.0", "method": "notifications/initialized"}, True),
+        ({"jsonrpc": "2.0", "id": 4, "result": {"content": []}}, True),  # a sampling answer
+        ({"jsonrpc": "2.0", "id": "s-1", "error": {"code": -1, "message": "no"}}, True),
+        ({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {}}, False),
+        ({"id": 4, "jsonrpc": "2.0", "result": {}}, False),  # another order: read, to be safe
+    ],
+)
+def test_whose_json_answer_is_read_for_the_cap_is_a_requests(
+    message: dict[str, Any], nothing: bool
+) -> None:
+    """The POSTs whose JSON answer the cap reads: a request's (as the ``mcp`` client writes it),
+    never a notification's or an answer's of the client's, whose answer the client reads not."""
+    request = httpx2.Request("POST", "http://127.0.0.1/mcp", json=message)
+    assert _answers_nothing(request) is nothing
 
 
 SURFACE = {

@@ -210,6 +210,25 @@ async def _bounded(response: httpx2.Response) -> httpx2.Response:
     )
 
 
+# The start of a POST's JSON-RPC message that is no request: a notification, or the client's
+# answer (result or error) to a request of the server's. As the ``mcp`` client writes them.
+_NO_REQUEST = re.compile(
+    rb'\A\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*(?:"method"\s*:|"id"\s*:\s*(?:-?\d+|"(?:[^"\\]|\\.)*")'
+    rb'\s*,\s*"(?:result|error)"\s*:)'
+)
+
+
+def _answers_nothing(request: httpx2.Request) -> bool:
+    """Whether ``request`` (a POST) sends a notification or an answer of the client's: the
+    ``mcp`` client reads no answer to one (a 2xx body is closed unread), so neither does
+    ``_capped``, whose reading would hand a body cut off or never ending (no read timeout on a
+    POST) to the client's writer. A message starting otherwise is taken for a request."""
+    try:
+        return _NO_REQUEST.match(request.content[:256]) is not None
+    except httpx2.RequestNotRead:
+        return False
+
+
 async def _capped(request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
     """``response``, the answer to a POST, or, when it is a JSON answer (not an event stream, whose
     events the ``mcp`` client caps) over ``_MAX_EVENT_SIZE`` bytes once decoded, an answer of a
@@ -358,7 +377,11 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._watched(request)
-        if request.method == "POST" and response.status_code < 300:
+        if (
+            request.method == "POST"
+            and response.status_code < 300
+            and not _answers_nothing(request)
+        ):
             return await _capped(request, response)
         return response
 
