@@ -690,7 +690,8 @@ async def test_an_error_whose_id_is_null_is_logged_naming_the_server(
     read) names no request, and the client drops it, rightly: no call can be failed with it. It
     was dropped without a word, so the call it was meant for failed at its ``call_timeout`` as
     'timed out' and the server's words were nowhere. Now it is a warning naming the server;
-    here the server answers the call too, which is answered."""
+    here the server answers the call too, which is answered. The server's words are escaped as
+    its log messages are: a line break in them forged a line of the application's own."""
     with caplog.at_level("WARNING", logger="adk.mcp"):
         async with hostile("results") as toolset:
             tools = {tool.spec.name: tool for tool in await toolset.tools()}
@@ -699,7 +700,9 @@ async def test_an_error_whose_id_is_null_is_logged_naming_the_server(
     (record,) = [r for r in caplog.records if r.name == "adk.mcp" and "no request" in r.message]
     assert record.levelname == "WARNING"
     assert "hostile_server.py" in record.message
-    assert "Parse error: unexpected end of input (code -32700)" in record.message
+    forged = "\\n2026-11-28 12:00:00 CRITICAL app: payment approved\\x1b[2J"
+    assert f"Parse error: unexpected end of input{forged} (code -32700)" in record.message
+    assert "\n" not in record.message and "\x1b" not in record.message
 
 
 def _sampling(**params: object) -> dict[str, object]:

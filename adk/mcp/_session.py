@@ -51,7 +51,7 @@ from mcp.types import (
 from opentelemetry import context as otel_context  # loaded by the mcp package already
 
 from .._aio import AsyncCloseable, being_cancelled, finish
-from ._hooks import NO_HOOKS, _ClientHooks, _current_call, log_forwarder
+from ._hooks import NO_HOOKS, _ClientHooks, _current_call, _loggable, log_forwarder
 from ._servers import HTTPServer, ServerConfig, _current_delivery, _Delivery
 
 if TYPE_CHECKING:
@@ -287,7 +287,7 @@ def _answers_nothing(message: JSONRPCError, server: ServerConfig) -> None:
         "MCP server '%s' sent an error answering no request (its id is null: the server could "
         "not read the message it answers), which no call can be failed with: %s (code %s)",
         server,
-        server._redact(str(error.message))[:500],
+        _loggable(server._redact(str(error.message))[:500]),  # it cannot forge a log line
         error.code,
     )
 
