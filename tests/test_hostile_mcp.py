@@ -358,9 +358,11 @@ class _RawHTTP(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if "id" not in body and self.server.cut_notification_answers:
-            # A JSON answer to a notification, cut off: it names 1000 bytes, sends 9, closes.
-            self.send_response(200)
+        cut_accepted = body.get("method") == "tools/call" and self.server.cut_notification_answers
+        if ("id" not in body or cut_accepted) and self.server.cut_notification_answers:
+            # A JSON answer to a notification (or a call's, with 202 Accepted), cut off: it names
+            # 1000 bytes, sends 9, closes.
+            self.send_response(202 if cut_accepted else 200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", "1000")
             self.end_headers()
@@ -465,8 +467,8 @@ async def test_a_json_answer_to_a_notification_is_left_unread_as_the_mcp_client_
     raw_http: Any,
 ) -> None:
     """A server answering a notification (``notifications/initialized``) with a JSON body, one
-    cut off here: the ``mcp`` client reads a JSON answer only to a request, so the body is not
-    read and the session goes on. The cap's reading (``_capped``) read every 2xx JSON answer to
+    cut off here, or a request with 202 Accepted and one: the ``mcp`` client reads a JSON answer
+    only to a request, and not under a 202, so the body is not read and the session goes on. The cap's reading (``_capped``) read every 2xx JSON answer to
     a POST: the cut body's error ended the client's writer, every call on the session lost (and
     one that never ended, read without a read timeout, held the writer for good)."""
     raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, True
@@ -474,9 +476,14 @@ async def test_a_json_answer_to_a_notification_is_left_unread_as_the_mcp_client_
     try:
         async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
             tools = {tool.spec.name: tool for tool in await toolset.tools()}
+            # A call answered 202 Accepted (no answer to come), its JSON body cut off: the mcp
+            # client reads no body of a 202 and fails the call saying so; the session goes on.
+            accepted = await tools["wait"].run("{}", None)  # type: ignore[arg-type]
+            raw_http.cut_notification_answers = False
             ran = await tools["wait"].run("{}", None)  # type: ignore[arg-type]
     finally:
         raw_http.cut_notification_answers = False
+    assert accepted.is_error and "202 Accepted" in accepted.content, accepted
     assert ran.content == "wait ran" and not ran.is_error, ran
 
 

@@ -377,11 +377,9 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._watched(request)
-        if (
-            request.method == "POST"
-            and response.status_code < 300
-            and not _answers_nothing(request)
-        ):
+        # What the mcp client reads of a 2xx answer: a request's, unless 202 Accepted (no answer).
+        read = 200 <= response.status_code < 300 and response.status_code != 202
+        if request.method == "POST" and read and not _answers_nothing(request):
             return await _capped(request, response)
         return response
 
