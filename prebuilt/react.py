@@ -72,8 +72,10 @@ from adk.interrupts import _InterruptSignal, join_address, tool_segment
 from adk.models import _call
 from adk.tools._executor import (
     ToolOutcome,
+    calls_seen,
     execute_tool_calls,
     lone_call,
+    own_call_ids,
     run_tool_call,
     unique_call_ids,
 )
@@ -196,6 +198,7 @@ class _Turn:
     """
 
     __slots__ = (
+        "call_ids",
         "ctx",
         "done",
         "head_size",
@@ -227,6 +230,9 @@ class _Turn:
     saved_head: SavedHead | None
     rendered: tuple[str, tuple[str, ...], _Read] | None
     schema_retried: bool  # the one retry for an answer off the output schema is used
+    # The ids of the calls the loop's conversation holds, once a reply has calls: a later
+    # call's id is its own (``own_call_ids``). None until then, and after a resume.
+    call_ids: set[str] | None
     # An older checkpoint's exit results, emitted before its pause, held to come last on resume
     # (``exits_shown``): not recorded again, nor saved as held by a pause of the round.
     shown: list[Message] | None
@@ -390,7 +396,7 @@ class _ReActCore:
         turn.messages = []
         turn.iterations = iterations
         turn.head_size = turn.system_size = 0
-        turn.saved_head = turn.rendered = turn.shown = None
+        turn.saved_head = turn.rendered = turn.shown = turn.call_ids = None
         turn.schema_retried = turn.done = False
         flow = owner._adk_flow
         turn.tools_pending = bool(
@@ -821,15 +827,19 @@ class _ReActCore:
                 stream = _call.stream(ctx, turn.model, messages, turn.specs, turn.options)
                 yield AgentEvent.streaming(stream)
                 reply = await stream.collect()
+                # Read once: a pydantic field read costs ~0.4k instructions
+                # (``BaseModel.__getattr__`` keeps CPython from specialising it), and nothing
+                # below changes the list.
+                calls = reply.tool_calls
+                if calls:
+                    self._own_ids(turn, reply, calls)
             else:
                 reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
+                calls = reply.tool_calls
+                if calls:  # before its event goes out: the event carries the ids the run uses
+                    self._own_ids(turn, reply, calls)
                 yield message_event(reply)
             messages.append(reply)  # its usage counted as its event is recorded
-            # Read once: a pydantic field read costs ~0.4k instructions (``BaseModel.__getattr__``
-            # keeps CPython from specialising it), and nothing below changes the list.
-            calls = reply.tool_calls
-            if len(calls) > 1:
-                unique_call_ids(calls)
             if not calls:
                 schema = owner.output_schema
                 if schema is None:
@@ -920,6 +930,19 @@ class _ReActCore:
                 return
             if owner.reset_tool_choice:
                 turn.options = _call.free_tool_choice(turn.options)
+
+    def _own_ids(self, turn: _Turn, reply: Message, calls: list[ToolCall]) -> None:
+        """Each call of ``reply`` gets an id of its own in the loop's conversation: one shared
+        with another call of the reply (``unique_call_ids``) or with an earlier call the loop
+        made (``own_call_ids``: a server numbering each response's calls ``call_0``) is
+        renamed, as the same id would make both calls one interrupt point. The conversation's
+        ids are read once, at its first reply with calls (after a resume: the saved one's)."""
+        if len(calls) > 1:
+            unique_call_ids(calls)
+        seen = turn.call_ids
+        if seen is None:
+            seen = turn.call_ids = calls_seen(turn.messages[turn.head_size :])
+        own_call_ids(reply, calls, seen)
 
     def _refresh(self, turn: _Turn) -> None:
         """Render the system prompt again before a model call if it can differ from the last

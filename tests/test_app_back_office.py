@@ -66,18 +66,27 @@ def settle(payee: str, cents: int) -> str:
     return f"settled {cents} with {payee}"
 
 
+@adk.tool(require_approval=True)
+def remit(payee: str, cents: int) -> str:
+    """Remit a supplier's due. A person approves every remittance."""
+    LEDGER.append(f"remit {payee} {cents}")
+    return f"remitted {cents} to {payee}"
+
+
 def answer(body: dict[str, Any]) -> Wire:
     """Each agent's model, told apart by the tools its request offers."""
     tools = {spec["function"]["name"] for spec in body.get("tools", [])}
     last = body["messages"][-1]
     replied = last["role"] == "tool"
-    if "pay" in tools or "settle" in tools:  # payables: pays bob, asks to pay eve, answers
+    if tools & {"pay", "settle", "remit"}:  # payables: pays bob, asks to pay eve, answers
         paid = sum(message["role"] == "tool" for message in body["messages"])
         if paid < 2:
             payee, cents = ("bob", 500) if paid == 0 else ("eve", 90000)
             arguments = json.dumps({"payee": payee, "cents": cents})
             if "settle" in tools:  # no id: the server numbers each response's calls, call_0
                 return Wire(tool_calls=[Call("settle", arguments)], usage=(50, 5))
+            if "remit" in tools:  # no id sent at all: pyadk names each response's calls call_0
+                return Wire(tool_calls=[Call("remit", arguments)], call_ids=False, usage=(50, 5))
             return Wire(tool_calls=[Call("pay", arguments, id=f"p{paid + 1}")], usage=(50, 5))
         return Wire(text="Both suppliers are paid.", usage=(50, 5))
     if "refund" in tools:  # refunds, inside billing's AgentTool
@@ -298,10 +307,10 @@ async def test_a_plain_approval_sent_again_is_refused_when_the_next_call_reuses_
     redis_server: RedisServer, server: OpenAIServer, opened: list[Runner]
 ) -> None:
     """As above, with a server that numbers each response's calls (``call_0``, as servers that
-    send no ids do, and as pyadk names their calls): eve's payment pauses under the very id of
-    bob's, so telling it apart by id alone took the second ``True`` as asked again at that point
-    and paid eve. An approval paused at the point a plain approval answered is another call (an
-    approved call does not ask for approval again): the plain answer is refused there too."""
+    send no ids do, and as pyadk names their calls): eve's payment came under the very id of
+    bob's and paused at bob's point, so the second ``True`` paid eve. Her call now has an id of
+    its own in the run (``call_0~1``), so it pauses at a point of its own and the plain answer
+    sent again is refused as for any other call."""
     prefix = f"office{os.urandom(4).hex()}:"
     LEDGER.clear()
 
@@ -313,10 +322,11 @@ async def test_a_plain_approval_sent_again_is_refused_when_the_next_call_reuses_
         return opened[-1]
 
     point = "agent:payables/tool:settle#call_0"
+    eve = "agent:payables/tool:settle#call_0~1"
     paused = await replica().invoke("settle with bob", checkpoint_id="bills-2")
     assert paused.interrupt is not None and paused.interrupt.point_ids == [point]
     first = await replica().invoke_resume("bills-2", True)
-    assert first.interrupt is not None and first.interrupt.point_ids == [point]  # eve's, now
+    assert first.interrupt is not None and first.interrupt.point_ids == [eve]
     assert first.interrupt.points[0].info["arguments"] == {"payee": "eve", "cents": 90000}
     assert LEDGER == ["settle bob 500"]
 
@@ -324,13 +334,69 @@ async def test_a_plain_approval_sent_again_is_refused_when_the_next_call_reuses_
         await replica().invoke_resume("bills-2", True)  # the same click again
     assert not isinstance(refused.value, adk.CheckpointError)
     assert "may be that answer sent again" in str(refused.value)
-    assert "another call the model asked for under the same point id" in str(refused.value)
-    assert f"answer the point pending now by its id, {{{point!r}: data}}" in str(refused.value)
+    assert f"another call, point {eve!r}" in str(refused.value)
+    assert f"answer the point pending now by its id, {{{eve!r}: data}}" in str(refused.value)
     assert LEDGER == ["settle bob 500"]
-    assert [entry.point_ids for entry in await replica().pending()] == [[point]]
+    assert [entry.point_ids for entry in await replica().pending()] == [[eve]]
 
-    done = await replica().invoke_resume("bills-2", {point: False})
+    done = await replica().invoke_resume("bills-2", {eve: False})
     assert done.text == "Both suppliers are paid." and LEDGER == ["settle bob 500"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "numbered"),
+    [(settle, "the server numbers each response's calls"), (remit, "the server sends no ids")],
+    ids=["call_0 per response", "no ids"],
+)
+async def test_a_keyed_approval_sent_again_does_not_approve_the_next_call_under_a_reused_id(
+    redis_server: RedisServer,
+    server: OpenAIServer,
+    opened: list[Runner],
+    tool: adk.Tool,
+    numbered: str,
+) -> None:
+    """An approval keyed by its point id, sent twice (a double click, a retried webhook), when
+    the model's next call comes under the id of the call just approved (``call_0`` in each
+    response, as a server numbering them sends, and as pyadk names the calls of one sending
+    none): the next call paused at the same point, so the second answer approved a payment
+    nobody was shown. The next call has an id of its own in the run, the same in its event, its
+    pause, its result and on the wire, and the answer sent again is refused as answered."""
+    prefix = f"office{os.urandom(4).hex()}:"
+    LEDGER.clear()
+    name = tool.spec.name
+
+    def replica() -> Runner:
+        payables = ReActAgent(
+            "payables", wire_model(server, retry=RetryPolicy(max_attempts=1)), tools=[tool]
+        )
+        opened.append(Runner(payables, RedisCheckpointStore(redis_server.url, prefix=prefix)))
+        return opened[-1]
+
+    bob = f"agent:payables/tool:{name}#call_0"
+    eve = f"agent:payables/tool:{name}#call_0~1"
+    paused = await replica().invoke("pay bob", checkpoint_id="bills-3")
+    assert paused.interrupt is not None and paused.interrupt.point_ids == [bob], numbered
+    first = await replica().invoke_resume("bills-3", {bob: True})
+    assert first.interrupt is not None and first.interrupt.point_ids == [eve]
+    assert first.interrupt.points[0].info["arguments"] == {"payee": "eve", "cents": 90000}
+    asked = [
+        call.id for e in first.events if e.message is not None for call in e.message.tool_calls
+    ]
+    assert asked == ["call_0~1"]  # the event carries the id its pause has
+    assert [f"{name} bob 500"] == LEDGER
+
+    with pytest.raises(ValueError) as refused:
+        await replica().invoke_resume("bills-3", {bob: True})  # the same click again
+    assert "already answered by an earlier resume" in str(refused.value)
+    assert [f"{name} bob 500"] == LEDGER
+    assert [entry.point_ids for entry in await replica().pending()] == [[eve]]
+
+    done = await replica().invoke_resume("bills-3", {eve: False})
+    assert done.text == "Both suppliers are paid." and [f"{name} bob 500"] == LEDGER
+    last = server.bodies[-1]["messages"]
+    calls = [call["id"] for m in last if m["role"] == "assistant" for call in m["tool_calls"]]
+    results = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    assert calls == results == ["call_0", "call_0~1"]  # each result paired with its own call
 
 
 async def test_a_plain_answer_to_a_question_asked_again_at_the_same_point_is_taken(

@@ -37,8 +37,10 @@ from ..models import _call
 from ..models.base import ModelOptions
 from ..tools._executor import (
     ToolOutcome,
+    calls_seen,
     execute_tool_calls,
     lone_call,
+    own_call_ids,
     run_tool_call,
     unique_call_ids,
 )
@@ -237,8 +239,14 @@ def _answer(
     if not reply.tool_calls:
         ctx.send_event(_chat_response_event(request.id, reply))
         return
-    if len(reply.tool_calls) > 1:  # before any action sees them: the ids the history keeps
-        unique_call_ids(reply.tool_calls)
+    calls = reply.tool_calls
+    if len(calls) > 1:  # before any action sees them: the ids the history keeps
+        unique_call_ids(calls)
+    if rounds:
+        # A later round's call under an id an earlier round's call holds (a server numbering
+        # each response's calls ``call_0``) gets one of its own: else its pause would be the
+        # earlier call's point, and an answer sent twice would decide it (``own_call_ids``).
+        own_call_ids(reply, calls, calls_seen(messages[len(request.messages) :]))
     if rounds >= request.max_tool_rounds:
         raise ActionError(
             f"model {request.model!r} still calls tools after {rounds} round(s) "

@@ -40,8 +40,10 @@ from .base import (
 
 __all__ = [
     "ToolOutcome",
+    "calls_seen",
     "execute_tool_calls",
     "lone_call",
+    "own_call_ids",
     "run_tool_call",
     "unique_call_ids",
 ]
@@ -172,6 +174,52 @@ def unique_call_ids(calls: Sequence[ToolCall]) -> None:
     for call, call_id, given in zip(calls, _unique_call_ids(ids), ids, strict=True):
         if call_id != given:
             call.id = call_id
+
+
+def calls_seen(messages: Sequence[Message]) -> set[str]:
+    """The tool call ids the assistant messages of ``messages`` hold: those a later reply's calls
+    must not take again (``own_call_ids``)."""
+    seen: set[str] = set()
+    for message in messages:
+        for call in message.tool_calls:
+            seen.add(call.id)
+    return seen
+
+
+def own_call_ids(reply: Message, calls: Sequence[ToolCall], seen: set[str]) -> None:
+    """Give a reply's calls whose id an earlier call of the same conversation holds (``seen``)
+    ids of their own, ``<id>~<n>`` with the least ``n`` from 1 that no call holds, and add every
+    call's id to ``seen``. A server that numbers each response's calls from ``call_0`` (and pyadk
+    itself for a server sending none) gives the model's next call the id of the call just
+    answered: its pause would be the same interrupt point, so an answer sent twice (a double
+    click) would decide a call nobody was shown. In place, before the reply's event goes out,
+    so its event, the history, a checkpoint, the results and the next request carry the same
+    id (a request pairs results to calls by id). The calls of one reply are unique already
+    (``unique_call_ids``). Ids unique already are left as they are: two set operations a call."""
+    for call in calls:
+        given = call.id
+        if given in seen:
+            taken = {other.id for other in calls}  # a later call of this reply keeps its own
+            number = 1
+            while f"{given}~{number}" in seen or f"{given}~{number}" in taken:
+                number += 1
+            call.id = renamed = f"{given}~{number}"
+            _rekey_extras(reply, given, renamed)
+            seen.add(renamed)
+        else:
+            seen.add(given)
+
+
+def _rekey_extras(reply: Message, given: str, renamed: str) -> None:
+    """What a server put on a call to be sent back with it (``OpenAIChatModel``'s
+    ``tool_call_extra_content``), kept under the call's new id."""
+    from ..models._openai_chat import EXTRA_CONTENT  # only when an id is renamed: rare
+
+    extras = reply.metadata.get(EXTRA_CONTENT)
+    if type(extras) is dict and given in extras:
+        kept = dict(extras)
+        kept[renamed] = kept.pop(given)
+        reply.metadata[EXTRA_CONTENT] = kept
 
 
 async def run_tool_call(
