@@ -348,6 +348,46 @@ async def test_geminis_thought_signatures_go_back_with_their_calls(streaming: bo
 
 
 @pytest.mark.parametrize("streaming", [False, True])
+async def test_a_thought_signature_goes_back_with_a_call_given_an_id_of_its_own(
+    streaming: bool,
+) -> None:
+    """The next reply's call under the id of the call before (``call_0``, a server numbering
+    each response's calls) gets an id of its own in the run, ``call_0~1``: what the server put
+    on it (Gemini's thought signature) is kept under that id and sent back on it, and each
+    result goes back under its own call's id."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async with OpenAIServer(thought_signatures=True) as server:
+        server.script(
+            Reply(tool_calls=[Call("add", '{"a": 1, "b": 2}')]),
+            Reply(tool_calls=[Call("add", '{"a": 3, "b": 4}')]),
+            Reply(text="done"),
+        )
+        async with make_model(server) as model:
+            runner = Runner(ReActAgent("calc", model, tools=[add]), enable_streaming=streaming)
+            result = await runner.invoke("1+2, then 3+4")
+            assert result.text == "done"
+    replies = [m for m in result.messages if m.tool_calls]
+    assert [[call.id for call in m.tool_calls] for m in replies] == [["call_0"], ["call_0~1"]]
+    assert [m.metadata["tool_call_extra_content"] for m in replies] == [
+        {"call_0": {"google": {"thought_signature": "c2lnbmF0dXJl-1"}}},
+        {"call_0~1": {"google": {"thought_signature": "c2lnbmF0dXJl-2"}}},
+    ]
+    last = server.bodies[2]["messages"]
+    sent = [call for m in last if m.get("tool_calls") for call in m["tool_calls"]]
+    assert [call["id"] for call in sent] == ["call_0", "call_0~1"]
+    assert [call["extra_content"]["google"]["thought_signature"] for call in sent] == [
+        "c2lnbmF0dXJl-1",
+        "c2lnbmF0dXJl-2",
+    ]
+    assert [m["tool_call_id"] for m in last if m["role"] == "tool"] == ["call_0", "call_0~1"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
 async def test_openrouters_reasoning_details_go_back_with_their_message(streaming: bool) -> None:
     """OpenRouter gives a reasoning model's reasoning as ``reasoning_details`` (a signed
     ``reasoning.text``, a ``reasoning.encrypted``) and, for Gemini 3 (and Claude's thinking),
