@@ -388,6 +388,36 @@ async def test_a_thought_signature_goes_back_with_a_call_given_an_id_of_its_own(
 
 
 @pytest.mark.parametrize("streaming", [False, True])
+async def test_a_responses_call_under_a_reused_id_goes_back_under_its_own(
+    streaming: bool,
+) -> None:
+    """The Responses API pairs each ``function_call_output`` with its ``function_call`` by
+    ``call_id`` within one request: the next response's call under the id of the one before
+    (``call_0``) is sent back, with its output, under the id of its own the run gave it."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(tool_calls=[Call("add", '{"a": 1, "b": 2}')]),
+            Reply(tool_calls=[Call("add", '{"a": 3, "b": 4}')]),
+            Reply(text="done"),
+        )
+        async with make_model(server, "responses") as model:
+            runner = Runner(ReActAgent("calc", model, tools=[add]), enable_streaming=streaming)
+            result = await runner.invoke("1+2, then 3+4")
+            assert result.text == "done"
+    items = server.bodies[2]["input"]
+    calls = [item["call_id"] for item in items if item.get("type") == "function_call"]
+    outputs = [item for item in items if item.get("type") == "function_call_output"]
+    assert calls == [item["call_id"] for item in outputs] == ["call_0", "call_0~1"]
+    assert [item["output"] for item in outputs] == ["3", "7"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
 async def test_openrouters_reasoning_details_go_back_with_their_message(streaming: bool) -> None:
     """OpenRouter gives a reasoning model's reasoning as ``reasoning_details`` (a signed
     ``reasoning.text``, a ``reasoning.encrypted``) and, for Gemini 3 (and Claude's thinking),
