@@ -232,7 +232,7 @@ class _Turn:
     schema_retried: bool  # the one retry for an answer off the output schema is used
     # The ids of the calls the loop's conversation holds, once a reply has calls: a later
     # call's id is its own (``own_call_ids``). None until then, and after a resume.
-    call_ids: set[str] | None
+    call_ids: dict[str, None] | None
     # An older checkpoint's exit results, emitted before its pause, held to come last on resume
     # (``exits_shown``): not recorded again, nor saved as held by a pause of the round.
     shown: list[Message] | None

@@ -176,17 +176,18 @@ def unique_call_ids(calls: Sequence[ToolCall]) -> None:
             call.id = call_id
 
 
-def calls_seen(messages: Sequence[Message]) -> set[str]:
+def calls_seen(messages: Sequence[Message]) -> dict[str, None]:
     """The tool call ids the assistant messages of ``messages`` hold: those a later reply's calls
-    must not take again (``own_call_ids``)."""
-    seen: set[str] = set()
+    must not take again (``own_call_ids``). A dict used as a set: holding only strings, it is
+    not tracked by the garbage collector, as a set is (a run waiting on its model holds it)."""
+    seen: dict[str, None] = {}
     for message in messages:
         for call in message.tool_calls:
-            seen.add(call.id)
+            seen[call.id] = None
     return seen
 
 
-def own_call_ids(reply: Message, calls: Sequence[ToolCall], seen: set[str]) -> None:
+def own_call_ids(reply: Message, calls: Sequence[ToolCall], seen: dict[str, None]) -> None:
     """Give a reply's calls whose id an earlier call of the same conversation holds (``seen``)
     ids of their own, ``<id>~<n>`` with the least ``n`` from 1 that no call holds, and add every
     call's id to ``seen``. A server that numbers each response's calls from ``call_0`` (and pyadk
@@ -195,7 +196,7 @@ def own_call_ids(reply: Message, calls: Sequence[ToolCall], seen: set[str]) -> N
     click) would decide a call nobody was shown. In place, before the reply's event goes out,
     so its event, the history, a checkpoint, the results and the next request carry the same
     id (a request pairs results to calls by id). The calls of one reply are unique already
-    (``unique_call_ids``). Ids unique already are left as they are: two set operations a call."""
+    (``unique_call_ids``). Ids unique already are left as they are: a lookup and a store a call."""
     for call in calls:
         given = call.id
         if given in seen:
@@ -205,9 +206,9 @@ def own_call_ids(reply: Message, calls: Sequence[ToolCall], seen: set[str]) -> N
                 number += 1
             call.id = renamed = f"{given}~{number}"
             _rekey_extras(reply, given, renamed)
-            seen.add(renamed)
+            seen[renamed] = None
         else:
-            seen.add(given)
+            seen[given] = None
 
 
 def _rekey_extras(reply: Message, given: str, renamed: str) -> None:
