@@ -899,9 +899,11 @@ async def test_a_gates_answer_a_checkpoint_cannot_hold_is_refused_before_anythin
 
 
 async def test_a_later_call_at_the_same_address_is_asked_afresh(tmp_path: Path) -> None:
-    # A model that numbers every turn's calls alike (call_0): the second payment's call has the
+    # A model that numbers every turn's calls alike (call_0): the second payment's call had the
     # first's address. The gate's answer to the first was kept with that call's approval pause;
     # once the first call ran, the second took it for its own and went to approval unasked.
+    # The second call now has an id of its own in the run (call_0~1, test_point_ids_unique.py),
+    # so its address differs too; the gate still asks it afresh.
     desk = Desk(gated=frozenset({"pay"}))
 
     def reply(messages: list[Message]) -> Reply | str:
@@ -933,7 +935,7 @@ async def test_a_later_call_at_the_same_address_is_asked_afresh(tmp_path: Path) 
         ("gate", "call_0", None),
         ("gate", "call_0", ("resumed", "go")),
         ("gate", "call_0", ("resumed", "go")),  # its answer again at the approval's resume
-        ("gate", "call_0", None),  # the second call: a first call for the gate
-        ("gate", "call_0", ("resumed", "go")),
-        ("gate", "call_0", ("resumed", "go")),
+        ("gate", "call_0~1", None),  # the second call: a first call for the gate
+        ("gate", "call_0~1", ("resumed", "go")),
+        ("gate", "call_0~1", ("resumed", "go")),
     ]
