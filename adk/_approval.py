@@ -438,13 +438,17 @@ def denial_at(plan: _ResumePlan, address: str, call: ToolCall) -> ToolResult | N
     return None if approved else _denial(call.name, reason)
 
 
-def denied_calls(plan: _ResumePlan | None, base: str, calls: Sequence[ToolCall]) -> set[str]:
-    """The ids of those ``calls`` (addressed below ``base``) that this resume denies
-    (``denial_at``): they need no tool to be answered."""
+def denied_calls(
+    plan: _ResumePlan | None, base: str, calls: Sequence[ToolCall]
+) -> set[tuple[str, str]]:
+    """The ``(name, id)`` of those ``calls`` (addressed below ``base``) that this resume denies
+    (``denial_at``): they need no tool to be answered. By name and id, as their points are: a
+    checkpoint from before calls got ids of their own may hold two tools' calls of one id, and
+    a denial of one is no answer for the other."""
     if plan is None:
         return set()
     return {
-        call.id
+        (call.name, call.id)
         for call in calls
         if denial_at(plan, join_address(base, tool_segment(call.name, call.id)), call) is not None
     }

@@ -255,10 +255,9 @@ def check_tools(
     if not missing:  # the common case: nothing more to read
         return
     plan = ctx._run.plan
-    skipped = {done.call.id for done in recorded} | adk._approval.denied_calls(
-        plan, ctx.address, missing
-    )
-    missing = [c for c in missing if c.id not in skipped]
+    finished = {done.call.id for done in recorded}
+    denied = adk._approval.denied_calls(plan, ctx.address, missing)
+    missing = [c for c in missing if c.id not in finished and (c.name, c.id) not in denied]
     if missing:
         names = sorted({c.name for c in missing})
         raise saved.error(

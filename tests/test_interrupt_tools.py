@@ -1050,3 +1050,61 @@ async def test_a_denial_closes_a_paused_call_a_toolset_no_longer_offers() -> Non
     assert "the paused calls need tools it no longer has: approve" in str(refused.value)
     assert "denial" not in str(refused.value)
     assert await store.get("cp2") is not None
+
+
+def _one_id(value: Any) -> Any:
+    """``value`` (a decoded checkpoint body) with call id ``c2`` made ``c1``: a pause as a pyadk
+    from before calls got ids of their own saved it for a server that numbers every call alike."""
+    if isinstance(value, str):
+        return value.replace("c2", "c1")
+    if isinstance(value, list):
+        return [_one_id(item) for item in value]
+    if isinstance(value, dict):
+        return {_one_id(key): _one_id(item) for key, item in value.items()}
+    return value
+
+
+async def test_a_denial_of_one_call_does_not_let_through_another_gone_tools_call_of_its_id() -> (
+    None
+):
+    """An older pause whose two calls, of two tools both removed since, share an id (the points
+    ``pay#c1`` and ``ship#c1``): denying ``pay`` is no answer for ``ship``, whose approval
+    needs its tool. The calls the resume denies were known by id alone, so ``ship`` was taken
+    for denied too: the resume went on, ``ship``'s approval spent on an 'unknown tool' answer
+    and the checkpoint deleted, where it is refused and kept."""
+
+    @adk.tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay."""
+        raise AssertionError("denied")
+
+    @adk.tool(require_approval=True)
+    def ship(order: str) -> str:
+        """Ship an order."""
+        raise AssertionError("its tool is gone")
+
+    calls = [tool_call("pay", {"cents": 5}, id="c1"), tool_call("ship", {"order": "A"}, id="c2")]
+    model = ScriptedModel([Reply(tool_calls=calls), Reply(text="closed")])
+    store = InMemoryCheckpointStore()
+    paused = await Runner(ReActAgent("a", model, tools=[pay, ship]), store).invoke(
+        "go", checkpoint_id="cp"
+    )
+    assert paused.interrupt is not None
+    async with rewrite_checkpoint(store, "cp") as body:
+        older = _one_id(body)
+        body.clear()
+        body.update(older)
+    kept = await store.get("cp")
+    pay_point, ship_point = "agent:a/tool:pay#c1", "agent:a/tool:ship#c1"
+    redeployed = Runner(ReActAgent("a", model, tools=[Tools().lookup]), store)
+    with pytest.raises(RunError) as refused:
+        await redeployed.invoke_resume("cp", {pay_point: False, ship_point: True})
+    assert "the paused calls need tools it no longer has: ship (" in str(refused.value)
+    assert f"deny the approval of {ship_point!r}" in str(refused.value)
+    assert await store.get("cp") == kept and len(model.requests) == 1
+    closed = await redeployed.invoke_resume("cp", {pay_point: False, ship_point: "no"})
+    assert closed.text == "closed" and await store.get("cp") is None
+    assert [m.content for m in model.requests[-1].messages[-2:]] == [
+        "Error: the call to 'pay' was not approved",
+        "Error: the call to 'ship' was not approved",
+    ]

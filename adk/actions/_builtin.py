@@ -299,8 +299,12 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
     skipped: set[str] = set()
     if saved is not None:
         denied = adk._approval.denied_calls(calls_ctx._run.plan, calls_ctx.address, calls)
-        for name in {call.name for call in calls if call.id in denied}:
-            if all(c.id in denied for p, c in enumerate(calls) if c.name == name and p not in done):
+        for name in {name for name, _ in denied}:
+            if all(
+                (name, c.id) in denied
+                for p, c in enumerate(calls)
+                if c.name == name and p not in done
+            ):
                 skipped.add(name)
     for call in calls:
         if call.name in tools or (allowed is not None and call.name not in allowed):
@@ -720,7 +724,7 @@ def _check_tools_kept(
     plan = calls_ctx._run.plan if calls_ctx is not None else None
     if calls_ctx is not None:
         denied = adk._approval.denied_calls(plan, calls_ctx.address, missing)
-        missing = [call for call in missing if call.id not in denied]
+        missing = [call for call in missing if (call.name, call.id) not in denied]
     if missing:
         names = sorted({call.name for call in missing})
         why = "".join(
