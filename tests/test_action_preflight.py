@@ -17,13 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from conftest import Bank, ChatActor, checkpoint_ids, sqlite_store
 from mcp_servers.process import STDIO_SCRIPT
+from test_interrupt_tools import _one_id
 from test_interrupts import collect, pause_of
 
 import adk
-from adk import AgentEvent, AgentTool, ParallelAgent, Resources, Runner
+from adk import AgentEvent, AgentTool, ParallelAgent, Resources, RunError, Runner
 from adk.actions import ActionAgent
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import CheckpointError
 from adk.mcp import MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -348,3 +351,52 @@ async def test_a_denial_closes_a_paused_call_whose_tool_is_gone_beside_an_approv
         "Error: the call to 'transfer' was not approved: gone"
     )
     assert await checkpoint_ids(sqlite_store(tmp_path)) == []
+
+
+async def test_a_denial_of_one_call_does_not_let_through_another_gone_tools_call_of_its_id() -> (
+    None
+):
+    """The tool action's side of the ``ReActAgent`` case (test_interrupt_tools): an older pause
+    of two calls sharing an id, of two tools both gone since; denying ``pay`` is no answer for
+    ``ship``. Known by id alone, ``ship``'s call was taken for denied too, its tool not looked
+    for and its approval spent on an 'unknown tool' answer, the checkpoint deleted."""
+
+    @adk.tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay."""
+        raise AssertionError("denied")
+
+    @adk.tool(require_approval=True)
+    def ship(order: str) -> str:
+        """Ship an order."""
+        raise AssertionError("its tool is gone")
+
+    calls = [tool_call("pay", {"cents": 5}, id="c1"), tool_call("ship", {"order": "A"}, id="c2")]
+    model = ScriptedModel([Reply(tool_calls=calls), "closed"])
+    before, after = Resources(), Resources()
+    before.add_model("m", model)
+    before.add_tool(pay)
+    before.add_tool(ship)
+    after.add_model("m", model)
+    store = InMemoryCheckpointStore()
+    teller = ChatActor("t", ["pay", "ship"], prompt="go", resources=before)
+    paused = await Runner(teller, store).invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    async with rewrite_checkpoint(store, "cp") as body:
+        older = _one_id(body)
+        body.clear()
+        body.update(older)
+    kept = await store.get("cp")
+    pay_point = "agent:t/action:builtin.tools/tool:pay#c1"
+    ship_point = "agent:t/action:builtin.tools/tool:ship#c1"
+    redeployed = Runner(ChatActor("t", [], prompt="go", resources=after), store)
+    with pytest.raises(RunError) as refused:
+        await redeployed.invoke_resume("cp", {pay_point: False, ship_point: True})
+    assert "the paused calls need tools it no longer has: ship (" in str(refused.value)
+    assert await store.get("cp") == kept and len(model.requests) == 1
+    closed = await redeployed.invoke_resume("cp", {pay_point: False, ship_point: False})
+    assert closed.text == "closed" and await store.get("cp") is None
+    assert [m.content for m in model.requests[-1].messages[-2:]] == [
+        "Error: the call to 'pay' was not approved",
+        "Error: the call to 'ship' was not approved",
+    ]
