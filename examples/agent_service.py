@@ -17,8 +17,11 @@ What docs/service.md describes, in one program:
 - **Approvals.** A payment waits for a person: the run ends with a ``paused`` event carrying the
   checkpoint id, and the session waits for the decision: its next message is refused with ``409``
   and the checkpoint to decide on (the paused turn's messages end with the call no result answers
-  yet, which a model API refuses as input). ``POST /resume/{checkpoint_id}`` carries the decision,
-  holding the session as a run does, and the resumed turn, whole, becomes the session's
+  yet, which a model API refuses as input). ``POST /resume/{checkpoint_id}`` carries the decision
+  keyed by the point id the ``paused`` event showed (``{"decision": {point_id: true}}``, the
+  form docs/interrupts.md "Resuming" advises: a decision sent twice after the turn paused again
+  for another call is refused, not taken for that call), holding the session as a
+  run does, and the resumed turn, whole, becomes the session's
   conversation (a ``404``, the checkpoint gone, ends the wait). Its refusals are told apart
   before the ``200``, by the ``CheckpointError``'s ``reason`` (never by reading the checkpoint's
   bytes): ``404`` for a checkpoint that is gone (stale, or approved already),
@@ -702,9 +705,10 @@ async def main() -> None:
         status, [(_, waits)] = await post(port, "/sessions/s1/messages", {"message": "hello?"})
         print(f"[client] while it waits: {status} {waits['error'][:35]}")  # decide first
         resume = f"/resume/{paused['checkpoint_id']}"
-        approving = asyncio.create_task(post(port, resume, {"decision": True}))
+        decision = {"decision": {point: True}}  # keyed by the point shown: safe sent twice
+        approving = asyncio.create_task(post(port, resume, decision))
         await paying.wait()
-        status, [(_, doubled)] = await post(port, resume, {"decision": True})
+        status, [(_, doubled)] = await post(port, resume, decision)
         print(f"[client] doubled: {status} {doubled['error'][:10]}")
         payment_done.set()
         status, events = await approving
@@ -712,12 +716,13 @@ async def main() -> None:
         print("[client] approved:", answer["output"]["message"]["content"])
         status, events = await post(port, "/sessions/s1/messages", {"message": "What first?"})
         print(f"[client] after the approval: {status}")  # the session goes on, the turn whole
-        status, [(_, stale)] = await post(port, resume, {"decision": True})
+        status, [(_, stale)] = await post(port, resume, decision)
         print(f"[client] stale: {status} {stale['error'][:13]}")
 
         status, events = await post(port, "/sessions/s2/messages", {"message": "pay ACME"})
         resume = f"/resume/{events[-1][1]['checkpoint_id']}"
-        status, [(_, bad)] = await post(port, resume, {"decision": {"approve": True}})
+        typo = {"decision": {events[-1][1]["points"][0]["id"]: {"approve": True}}}
+        status, [(_, bad)] = await post(port, resume, typo)
         print(f"[client] bad decision: {status} {bad['error'][:40]}")
 
         server.should_exit = True

@@ -11,8 +11,9 @@ own that could drift from the store. Each run's points are sent as its interrupt
 ``resuming`` set while a resume of it is under way, so a page does not offer that decision again;
 a run whose pause cannot be sent as standard JSON, NaN in what it asks, is listed with that error:
 the service writes only standard JSON, which a browser's ``JSON.parse`` reads. ``POST /resume`` carries a
-person's decision to that checkpoint, which lives in a SQLite file, so any worker sharing the file
-could take it. Three things a service has to get right, shown here:
+person's decision, keyed by the point id shown (``{point_id: decision}``: a click sent twice is
+never taken for another call), to that checkpoint, which lives in a SQLite file, so any worker
+sharing the file could take it. Three things a service has to get right, shown here:
 
 - **Errors before the first event become HTTP errors.** ``runner.run`` checks its input when it
   is called, ``runner.resume`` its request (the checkpoint exists, is not being resumed, the
@@ -468,11 +469,16 @@ async def main() -> None:
             status, error = await post(
                 port,
                 "/resume",
-                {"checkpoint_id": paused["checkpoint_id"], "decision": {"approve": True}},
+                {
+                    "checkpoint_id": paused["checkpoint_id"],
+                    "decision": {point["id"]: {"approve": True}},
+                },
             )
             print(f"[client] {status} {error[:60]}...")  # a typo: refused, nothing lost
 
-            decision = {"approved": True, "reason": "invoice checked"}
+            # Keyed by the point the person was shown: a click sent twice is never taken for
+            # another call the model asks for next (docs/interrupts.md, "Resuming").
+            decision = {point["id"]: {"approved": True, "reason": "invoice checked"}}
             lines = await post(
                 port, "/resume", {"checkpoint_id": paused["checkpoint_id"], "decision": decision}
             )
@@ -490,7 +496,9 @@ async def main() -> None:
             infos = [(p["info"], p["info_type"]) for p in quote["points"]]
             print("[client] pending, a quote:", [i for i, _ in infos], "as", [t for _, t in infos])
             assert quote["resuming"] is False  # nobody is deciding it now
-            await runner.invoke_resume(quote["checkpoint_id"], "accepted")
+            await runner.invoke_resume(
+                quote["checkpoint_id"], {quote["points"][0]["id"]: "accepted"}
+            )
 
             # A run another worker paused with NaN in what it asks (a checkpoint keeps NaN): it is
             # listed with why it cannot be shown, and the list is standard JSON all the same.
