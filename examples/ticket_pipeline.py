@@ -31,7 +31,7 @@ and the approvals a stream of the paused outputs' JSON with ``"resume"`` added::
                                     checkpoint_store=lambda: SQLiteCheckpointStore(path),
                                     tracer_provider=build_tracing)  # each worker's own
     first = env.from_list(FIRST, key="customer").apply(lambda: TicketDesk("desk")).to_list()
-    approvals = env.env.from_collection([json.dumps({**paused, "resume": "approved"})],
+    approvals = env.env.from_collection([json.dumps({**paused, "resume": {point_id: "approved"}})],
                                         type_info=Types.STRING())
     env.from_list(LATER, key="customer").apply(lambda: TicketDesk("desk"), resumes=approvals)
 
@@ -292,13 +292,15 @@ async def main() -> None:
         for output in first:
             print(show(output))
         [paused] = [o for o in first if o.checkpoint_id is not None]
-        # What goes to the approvals topic: the paused output as JSON, the person's answer added.
+        # What goes to the approvals topic: the paused output as JSON, the person's answer added,
+        # keyed by the point they were shown, so a topic delivering it twice approves no other call.
+        assert paused.interrupt is not None
         approval = json.dumps(
             {
                 "key": paused.key,
                 "checkpoint_id": paused.checkpoint_id,
                 "run_id": paused.run_id,
-                "resume": "approved",
+                "resume": {paused.interrupt.points[0].id: "approved"},
             }
         )
 
