@@ -1,4 +1,5 @@
-"""A paused call's point id names one call of its run, never two.
+"""A paused call's point id names one call of its conversation, never two (not yet of its run:
+a ``LoopAgent``'s next iteration is a new conversation, the strict xfail at the end).
 
 A model (a server numbering each response's calls ``call_0``, or a scripted one giving each
 reply's call the same id) could give its next call the id of the call just answered: that call
