@@ -75,8 +75,9 @@ def refuse_fresh_start(agent: Agent, ctx: RunContext) -> None:
     sequence's earlier steps) and hand the resume's answers to the calls it makes anew at the
     same addresses (a model asking ``pay(500)`` under the id ``call_1`` whose ``pay(5)`` was
     approved got it approved). Points at the address itself are the calling agent's own pause
-    (``ctx.interrupt`` in it), which a child may well follow. One attribute test on a run that
-    is not resuming."""
+    (``ctx.interrupt`` in it), which a child may well follow. Callers call it only when
+    ``ctx._run.plan`` is set: on a run that is not resuming each start pays that one attribute
+    test, not a call (~0.8k instructions of a ``ReActAgent`` turn)."""
     plan = ctx._run.plan
     if plan is None:
         return

@@ -218,7 +218,8 @@ class FlowAgent:
         return None
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        refuse_fresh_start(self, ctx)
+        if ctx._run.plan is not None:  # resuming: no call on a fresh run's starts
+            refuse_fresh_start(self, ctx)
         if self.history_rewriter is not None and _is_history_view(input, ctx):
             input = build_input(ctx, self.name, self.history_rewriter)
         return self._drive_chain(self, input, ctx, ctx)

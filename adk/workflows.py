@@ -394,7 +394,8 @@ class SequentialAgent(_Workflow):
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run the steps in order. ``input`` is not used: each step's input is rebuilt from the
         history, so it sees the earlier steps' output."""
-        refuse_fresh_start(self, ctx)
+        if ctx._run.plan is not None:  # resuming: no call on a fresh run's starts
+            refuse_fresh_start(self, ctx)
         return _run_steps(self, ctx, None, False)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
@@ -453,7 +454,8 @@ class LoopAgent(_Workflow):
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Repeat the steps in order. ``input`` is not used: each step's input is rebuilt from
         the history, so it sees the earlier steps' and iterations' output."""
-        refuse_fresh_start(self, ctx)
+        if ctx._run.plan is not None:  # resuming: no call on a fresh run's starts
+            refuse_fresh_start(self, ctx)
         return _run_steps(self, ctx, None, False)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
@@ -555,7 +557,8 @@ class ParallelAgent(_Workflow):
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run every branch. ``input`` is not used: each branch's input is rebuilt from the
         history as it stood when the branches forked."""
-        refuse_fresh_start(self, ctx)
+        if ctx._run.plan is not None:  # resuming: no call on a fresh run's starts
+            refuse_fresh_start(self, ctx)
         return self._run_branches(ctx, finished=(), fork=None)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:

@@ -1737,7 +1737,8 @@ class ReActAgent:
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run the model-and-tools loop; through the agent's own flow (which acts on transfers)
         only when it has sub-agents or a parent."""
-        refuse_fresh_start(self, ctx)
+        if ctx._run.plan is not None:  # resuming: no call on a fresh run's starts
+            refuse_fresh_start(self, ctx)
         flow = self._adk_flow
         if flow.sub_agents or flow.parent is not None:  # ``_uses_flow``, inlined: once per run
             return flow.run(input, ctx)

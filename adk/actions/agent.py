@@ -84,7 +84,8 @@ class ActionAgent(BaseAgent):
         actions until no event is left; yields one ``AgentEvent`` per ``OutputEvent``, and
         what the built-in actions show while they run (a streamed chat reply, a tool call's
         progress reports and an ``AgentTool``'s inner events), which are no outputs."""
-        refuse_fresh_start(self, ctx)
+        if ctx._run.plan is not None:  # resuming: no call on a fresh run's starts
+            refuse_fresh_start(self, ctx)
         messages = input.messages
         run = _ActionRun(self, ctx)
         first = _input_event(_input_of(messages), list(messages))
