@@ -118,6 +118,10 @@ class Router(adk.BaseAgent):
 
     async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> AsyncIterator[AgentEvent]:
         child = self.child
+        key = f"route {ctx.address}"  # its own choices keyed by its place (composing.md)
+        assert_type(ctx.address, str)
+        if ctx.resume is None:
+            ctx.session[key] = child.name
         if ctx.resume is not None and isinstance(child, adk.ResumableAgent):
             events = child.resume(ctx)
         else:
