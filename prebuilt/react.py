@@ -936,12 +936,15 @@ class _ReActCore:
         with another call of the reply (``unique_call_ids``) or with an earlier call the loop
         made (``own_call_ids``: a server numbering each response's calls ``call_0``) is
         renamed, as the same id would make both calls one interrupt point. The conversation's
-        ids are read once, at its first reply with calls (after a resume: the saved one's)."""
+        ids are read once, at its first reply with calls (after a resume: the saved one's),
+        input included: a ``LoopAgent``'s next iteration (the address is the same) has the
+        earlier one's calls there, and its call under one of their ids would pause at that
+        call's point, where an approval sent twice would decide it."""
         if len(calls) > 1:
             unique_call_ids(calls)
         seen = turn.call_ids
         if seen is None:
-            seen = turn.call_ids = calls_seen(turn.messages[turn.head_size :])
+            seen = turn.call_ids = calls_seen(turn.messages)
         own_call_ids(reply, calls, seen)
 
     def _refresh(self, turn: _Turn) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import adk
-from adk import AgentTool, Message, Resources, Role, Runner, run_messages
+from adk import AgentTool, LoopAgent, Message, Resources, Role, Runner, run_messages
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -111,6 +111,42 @@ async def test_an_agent_tools_inner_call_under_the_same_id_pauses_at_a_point_of_
     )
     point = "agent:desk/tool:payables#o1/agent:payables/tool:settle#"
     await _double_click(runner, point + "c1", point + "c1~1")
+
+
+SENT: list[list[Message]] = []
+
+
+def _one_payee_a_reply(messages: list[Message]) -> Any:
+    """Settles with the next payee under the id ``c1``, then answers once its result is in."""
+    SENT.append(list(messages))
+    if messages[-1].role == Role.TOOL:
+        return Reply(text="settled")
+    done = sum(m.role == Role.TOOL for m in messages)
+    return Reply(tool_calls=[tool_call("settle", {"payee": PAYEES[done], "cents": 5}, id="c1")])
+
+
+async def test_a_loops_next_iteration_under_the_same_id_pauses_at_a_point_of_its_own() -> None:
+    """A ``LoopAgent``'s next iteration has the earlier one's call (``c1``, the same address: a
+    loop's iterations do not grow it) in its input: its call under that id gets one of its own,
+    else the approval sent twice approved eve."""
+    runner = Runner(
+        LoopAgent(
+            "loop",
+            [ReActAgent("payables", ScriptedModel(_one_payee_a_reply), tools=[settle])],
+            max_iterations=2,
+        ),
+        InMemoryCheckpointStore(),
+    )
+    point = "agent:loop/agent:payables/tool:settle#"
+    await _double_click(runner, point + "c1", point + "c1~1")
+    done = await runner.invoke_resume("cid", {point + "c1~1": True})
+    assert done.interrupt is None and PAID == ["bob", "eve"]
+    # eve's result carries her call's id, and the model was sent each call paired with its own
+    messages = [e.output.message for e in done.events if e.output and e.output.message]
+    assert [m.tool_call_id for m in messages if m.role == Role.TOOL] == ["c1~1"]
+    sent = SENT[-1]
+    calls = [call.id for m in sent for call in m.tool_calls]
+    assert calls == [m.tool_call_id for m in sent if m.role == Role.TOOL] == ["c1", "c1~1"]
 
 
 class _Desk(ActionAgent):
