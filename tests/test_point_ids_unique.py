@@ -181,6 +181,52 @@ async def test_an_action_agents_next_call_under_the_same_id_pauses_at_a_point_of
     await _double_click(runner, first, first + "~1")
 
 
+class _TwoChats(ActionAgent):
+    """Asks its model once for bob, then, bob's chat answered, once more for eve: two chats of
+    one run whose model calls ``settle`` under the id ``c1`` in each."""
+
+    def __init__(self) -> None:
+        resources = Resources()
+        resources.add_model("m", ScriptedModel(_settle_the_one_asked))
+        resources.add_tool(settle)
+        super().__init__("desk", resources=resources)
+
+    @action(InputEvent)
+    async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(
+            ChatRequestEvent(model="m", messages=[Message.user("bob")], tools=["settle"])
+        )
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        if PAID == ["bob"]:
+            ctx.send_event(
+                ChatRequestEvent(model="m", messages=[Message.user("eve")], tools=["settle"])
+            )
+        else:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+
+def _settle_the_one_asked(messages: list[Message]) -> Any:
+    if messages[-1].role == Role.TOOL:
+        return Reply(text="settled")
+    payee = messages[-1].content
+    return Reply(tool_calls=[tool_call("settle", {"payee": payee, "cents": 5}, id="c1")])
+
+
+async def test_an_action_agents_later_chat_under_the_same_id_pauses_at_a_point_of_its_own() -> None:
+    """The chats of one run pause at the same address (the tool action's): the second chat's
+    call under the first one's id gets one of its own (the first chat resumed from its pause,
+    so the run's ids are read from what the resume restored), else the approval of bob's call
+    sent twice approved eve's."""
+    runner = Runner(_TwoChats(), InMemoryCheckpointStore())
+    point = "agent:desk/action:builtin.tools/tool:settle#"
+    await _double_click(runner, point + "c1", point + "c1~1")
+    done = await runner.invoke_resume("cid", {point + "c1~1": True})
+    assert done.text == "settled" and PAID == ["bob", "eve"]
+
+
 FIXTURE = Path(__file__).parent / "fixtures" / "main_0039c81_reused_call_id_pause.ckpt"
 """Saved by pyadk 0039c81 (before calls got ids of their own in a run): the agent of
 ``test_a_react_agents_next_call...`` paused for eve's call under bob's point id, ``#c1``, after

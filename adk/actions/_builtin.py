@@ -236,17 +236,19 @@ def _answer(
     """Send what the model's ``reply`` asks for: its tool calls as a ``ToolRequestEvent`` (the
     chat kept for their results), else the ``ChatResponseEvent``. Its usage is counted already:
     by ``generate_counted`` as it came, by the stream as it ended."""
-    if not reply.tool_calls:
+    calls = reply.tool_calls
+    if not calls:
+        if rounds and ctx._run.call_ids is None:  # a chat a resume restored ends: its ids kept
+            _run_call_ids(ctx._run, messages)
         ctx.send_event(_chat_response_event(request.id, reply))
         return
-    calls = reply.tool_calls
     if len(calls) > 1:  # before any action sees them: the ids the history keeps
         unique_call_ids(calls)
-    if rounds:
-        # A later round's call under an id an earlier round's call holds (a server numbering
-        # each response's calls ``call_0``) gets one of its own: else its pause would be the
-        # earlier call's point, and an answer sent twice would decide it (``own_call_ids``).
-        own_call_ids(reply, calls, calls_seen(messages[len(request.messages) :]))
+    # A call under an id an earlier call of the run's chats holds (a server numbering each
+    # response's calls ``call_0``; a later round, or another chat: they pause at one address)
+    # gets one of its own: else its pause would be the earlier call's point, and an answer sent
+    # twice would decide it (``own_call_ids``).
+    own_call_ids(reply, calls, _run_call_ids(ctx._run, messages))
     if rounds >= request.max_tool_rounds:
         raise ActionError(
             f"model {request.model!r} still calls tools after {rounds} round(s) "
@@ -255,6 +257,17 @@ def _answer(
     tool_request = _tool_request_event(reply.tool_calls, list(request.tools), request.model)
     ctx._run.chats[tool_request.id] = _Chat(request, [*messages, reply], rounds + 1)
     ctx.send_event(tool_request)
+
+
+def _run_call_ids(run: _ActionRun, messages: list[Message]) -> dict[str, None]:
+    """The ids of the calls the run's chats made (``_ActionRun.call_ids``), read at the first
+    call (after a resume: from the chats it restored, ``messages`` the one answered now)."""
+    seen = run.call_ids
+    if seen is None:
+        seen = run.call_ids = calls_seen(messages)
+        for chat in run.chats.values():
+            seen.update(calls_seen(chat.messages))
+    return seen
 
 
 async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentEvent, None] | None:

@@ -102,6 +102,7 @@ class _ActionRun:
         "_memory",
         "_sensory",
         "agent",
+        "call_ids",
         "chats",
         "count",
         "ctx",
@@ -120,6 +121,10 @@ class _ActionRun:
         self._sensory: ShortTermMemory | None = None  # this input's own, made on first use
         self._fanin: _FanIn | None = None  # ``collect_events``' buffers, made on first use
         self.chats: dict[str, _Chat] = {}
+        # The ids of the calls this run's chats made, once one made any (``_builtin._answer``):
+        # its chats pause at one address, so a later call's id must be its own. None until then,
+        # and after a resume (read again from the chats it restored).
+        self.call_ids: dict[str, None] | None = None
         # The ids of the chat requests a resume restored (``restore``): made by the code of the
         # pause, their offered tools may be gone since (``_builtin._call_parts``).
         self.restored_requests: set[str] = set()
