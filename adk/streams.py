@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from types import TracebackType
 from typing import Any
 
@@ -24,12 +24,25 @@ __all__ = ["MessageStream"]
 class MessageStream:
     """An async iterable of chunks that every reader sees in full; ``collect()`` joins them."""
 
-    __slots__ = ("_buffer", "_closed", "_cut", "_error", "_fetch", "_joined", "_source")
+    __slots__ = (
+        "_buffer",
+        "_closed",
+        "_cut",
+        "_error",
+        "_fetch",
+        "_joined",
+        "_on_join",
+        "_source",
+    )
 
     def __init__(self, source: AsyncIterable[MessageChunk] | Iterable[MessageChunk]) -> None:
         self._buffer: list[MessageChunk] = []
         self._error: BaseException | None = None
         self._joined: Message | None = None
+        # Run once on the joined message, as it is joined, by whichever reader joins it first
+        # (``ReActAgent`` gives its calls ids of their own there: a service encoding the event as
+        # its stream ends sends the ids the run pauses and answers under). Private.
+        self._on_join: Callable[[Message], None] | None = None
         self._fetch: asyncio.Future[None] | None = None
         # Closed by ``aclose()`` before its source ended, and before a finish reason came: readers
         # see it end there, but what came is not the whole message, which ``_final_message`` must
@@ -163,7 +176,7 @@ class MessageStream:
             async for _ in self:
                 pass
             if self._joined is None:  # a concurrent collect() may have joined them meanwhile
-                self._joined = join_chunks(self._buffer)
+                self._joined = self._join()
         return self._joined
 
     def _final_message(self) -> Message:
@@ -192,8 +205,16 @@ class MessageStream:
                 "came is not the whole message"
             )
         if self._joined is None:
-            self._joined = join_chunks(self._buffer)
+            self._joined = self._join()
         return self._joined
+
+    def _join(self) -> Message:
+        joined = join_chunks(self._buffer)
+        on_join = self._on_join
+        if on_join is not None:
+            self._on_join = None  # once, and the stream no longer holds what it closes over
+            on_join(joined)
+        return joined
 
     async def aclose(self) -> None:
         """Stop the source early; readers then see the stream end where it stopped.

@@ -825,13 +825,20 @@ class _ReActCore:
             turn.iterations += 1
             if ctx.enable_streaming:
                 stream = _call.stream(ctx, turn.model, messages, turn.specs, turn.options)
-                yield AgentEvent.streaming(stream)
-                reply = await stream.collect()
+                # The calls get ids of their own as the chunks are joined, by whoever joins them
+                # first: a service encoding the event as soon as its stream ends (before this
+                # run moves on) sends the ids the calls pause and are answered under.
+                stream._on_join = functools.partial(self._own_joined_ids, turn)
+                try:
+                    yield AgentEvent.streaming(stream)
+                    reply = await stream.collect()
+                finally:  # failed, closed or joined: the event's stream must not keep the turn
+                    unjoined, stream._on_join = stream._on_join, None
                 # Read once: a pydantic field read costs ~0.4k instructions
                 # (``BaseModel.__getattr__`` keeps CPython from specialising it), and nothing
                 # below changes the list.
                 calls = reply.tool_calls
-                if calls:
+                if unjoined is not None and calls:  # not run: the stream came joined already
                     self._own_ids(turn, reply, calls)
             else:
                 reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
@@ -930,6 +937,12 @@ class _ReActCore:
                 return
             if owner.reset_tool_choice:
                 turn.options = _call.free_tool_choice(turn.options)
+
+    def _own_joined_ids(self, turn: _Turn, reply: Message) -> None:
+        """``_own_ids`` for a streamed reply, as its chunks are joined (``MessageStream``)."""
+        calls = reply.tool_calls
+        if calls:
+            self._own_ids(turn, reply, calls)
 
     def _own_ids(self, turn: _Turn, reply: Message, calls: list[ToolCall]) -> None:
         """Each call of ``reply`` gets an id of its own in the loop's conversation: one shared

@@ -95,6 +95,42 @@ async def test_a_react_agents_next_call_under_the_same_id_pauses_at_a_point_of_i
     assert calls == results == ["c1", "c1~1", "c1~2"]
 
 
+async def test_a_streamed_replys_event_encoded_as_its_stream_ends_carries_the_calls_own_id() -> (
+    None
+):
+    """A service sends each streaming event's chunks, then ``event.to_dict()`` as soon as its
+    stream is read (docs/service.md, examples/streaming_service.py), before the run moves on:
+    the joined message it encodes carries the id the call pauses, and is answered, under; else
+    a client pairing results with calls by id showed eve's result under bob's call."""
+    runner = Runner(
+        ReActAgent("payables", ScriptedModel(_same_id_each_reply), tools=[settle]),
+        InMemoryCheckpointStore(),
+        enable_streaming=True,
+    )
+    point = "agent:payables/tool:settle#"
+    calls: list[str] = []
+    results: list[str] = []
+    resume: dict[str, bool] | None = None
+    for _ in PAYEES:
+        events = runner.run("settle", checkpoint_id="cid") if resume is None else None
+        events = events or runner.resume("cid", resume)
+        async for event in events:
+            stream = event.output.stream if event.output is not None else None
+            if stream is not None:
+                async for _chunk in stream:
+                    pass
+            encoded = event.to_dict()
+            message = (encoded.get("output") or {}).get("message") or {}
+            calls += [call["id"] for call in message.get("tool_calls") or []]
+            if message.get("role") == "tool":
+                results.append(message["tool_call_id"])
+            if event.action is not None and event.action.interrupted is not None:
+                resume = {event.action.interrupted.points[0].id: True}
+    assert calls == ["c1", "c1~1", "c1~2"]
+    assert results == ["c1", "c1~1"]
+    assert resume == {point + "c1~2": True}
+
+
 async def test_an_agent_tools_inner_call_under_the_same_id_pauses_at_a_point_of_its_own() -> None:
     inner = ReActAgent(
         "payables", ScriptedModel(_same_id_each_reply), tools=[settle], description="Pays."
