@@ -1,5 +1,5 @@
-"""A paused call's point id names one call of its conversation, never two (not yet of its run:
-a ``LoopAgent``'s next iteration is a new conversation, the strict xfail at the end).
+"""A paused call's point id names one call of its conversation (its input included, so a
+``LoopAgent``'s next iteration too), never two.
 
 A model (a server numbering each response's calls ``call_0``, or a scripted one giving each
 reply's call the same id) could give its next call the id of the call just answered: that call
@@ -285,35 +285,3 @@ async def test_a_pause_saved_under_a_reused_id_resumes_by_its_old_point_id() -> 
     assert third.interrupt.points[0].info["arguments"]["payee"] == "carol"
     done = await runner.invoke_resume("old-1", {point + "~1": False})
     assert done.text == "all settled" and PAID == ["eve"]
-
-
-def _one_call_an_iteration(messages: list[Message]) -> Any:
-    """Settles with the next payee under the id ``c1``, then answers: one call a conversation,
-    so a ``LoopAgent``'s next iteration makes its call under the same ``c1``."""
-    if messages[-1].role == Role.TOOL:
-        return Reply(text="settled this round")
-    done = sum(m.role == Role.TOOL for m in messages)
-    return Reply(tool_calls=[tool_call("settle", {"payee": PAYEES[done], "cents": 5}, id="c1")])
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: ids are made unique within one conversation of an agent, and a "
-    "LoopAgent's next iteration (or a worker a Supervisor asks again) starts a new one at the "
-    "same address, so its call pauses at the point id just answered and a keyed approval sent "
-    "twice approves it (docs/interrupts.md, point ids); fixing it needs the ids a checkpoint's "
-    "earlier resumes answered carried into the next conversation",
-)
-async def test_a_loops_next_iteration_under_the_same_id_pauses_at_a_point_of_its_own() -> None:
-    payer = ReActAgent("payables", ScriptedModel(_one_call_an_iteration), tools=[settle])
-    runner = Runner(adk.LoopAgent("rounds", [payer], max_iterations=2), InMemoryCheckpointStore())
-    first = "agent:rounds/agent:payables/tool:settle#c1"
-    paused = await runner.invoke("settle", checkpoint_id="cid")
-    assert paused.interrupt is not None and paused.interrupt.point_ids == [first]
-    again = await runner.invoke_resume("cid", {first: True})
-    assert again.interrupt is not None
-    assert again.interrupt.points[0].info["arguments"]["payee"] == "eve"
-    assert PAID == ["bob"]
-    with pytest.raises(ValueError):  # the same click again: today it pays eve
-        await runner.invoke_resume("cid", {first: True})
-    assert PAID == ["bob"]
