@@ -87,6 +87,11 @@ def test_a_tool_round_reads_its_call_once_before_the_tool_runs(
         ("Message", "role", "message_event"): 2,  # the replies': the tool result's is known
         ("Message", "usage", "observe"): 3,
         ("Message", "tool_calls", "_loop"): 2,
+        # At the first reply with calls, the conversation's messages (here the user's one) read
+        # once for the call ids they hold, and the new call's id once, to give it one of its own
+        # if an earlier call holds it (a point id names one call: docs/interrupts.md).
+        ("Message", "tool_calls", "calls_seen"): 1,
+        ("ToolCall", "id", "own_call_ids"): 1,
         ("ToolCall", "name", "lone_call"): 1,
         ("ToolCall", "name", "run_tool_call"): 2,
         ("ToolCall", "id", "run_tool_call"): 2,
