@@ -1725,3 +1725,128 @@ def test_a_model_inside_a_set_is_found_as_inside_a_list(kind: type) -> None:
     assert sorted(held.rows["seen"], key=lambda mark: mark.at) == marks
     with pytest.raises(CheckpointError, match="_FrozenInner is not registered"):
         to_json_value(_Holder(rows=kind([_FrozenInner()])))
+
+
+# -- models a checkpoint changed without a word: in extras, unregistered in Any, as a dict key -----
+
+
+@register_type
+class _Notebook(BaseModel):
+    """A registered model taking extra fields: what it is given beyond its fields is kept."""
+
+    model_config = ConfigDict(extra="allow")
+    title: str = ""
+
+
+async def test_a_model_in_a_models_extras_comes_back_as_itself_or_fails_the_pause(
+    tmp_path: Path,
+) -> None:
+    """pydantic writes a model in another's extras (``extra="allow"``) as its bare fields, and
+    neither the look for models nor the walk read ``__pydantic_extra__``: a registered one came
+    back from the checkpoint as a dict, and an unregistered one was saved so without a word."""
+    finding = Finding(source="wiki", score=0.5)
+    notebook = _Notebook(title="t", lead=finding, more=[{"f": finding}], n=1)
+    asker = Asker("asker", info="go on?", state=notebook)
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        paused = await Runner(asker, store).invoke(
+            "go", checkpoint_id="cp", session={"kept": _Notebook(inner=notebook)}
+        )
+        assert paused.interrupt is not None
+        await Runner(asker, store).invoke_resume("cp", "yes")
+        [_, resume] = asker.resumes
+        assert resume is not None
+        kept = asker.session_seen[1]["kept"]
+        assert isinstance(kept, _Notebook) and isinstance(kept.inner, _Notebook)
+        for back in (resume.state, kept.inner):
+            assert back == notebook
+            assert isinstance(back.lead, Finding) and isinstance(back.more[0]["f"], Finding)
+
+        unlisted = Asker("asker", info="go on?", state=_Notebook(lead=_Unlisted(source="x")))
+        events = await collect(Runner(unlisted, store).run("go", checkpoint_id="cp2"))
+    error = events[-1].error
+    assert error is not None
+    assert re.search(
+        r"state of agent:asker\.lead: _Unlisted is not registered for checkpoints \(held where "
+        r"the model is typed Any, it would come back as a dict\)",
+        error.message,
+    ), error.message
+    with pytest.raises(CheckpointError, match=r"^v\.deep\.lead: _Unlisted is not") as caught:
+        to_json_value(_Notebook(deep=_Notebook(lead=_Unlisted(source="x"))), "v")
+    assert caught.value.reason == "unstorable"
+
+
+class _Either(BaseModel):
+    """Unregistered, in a place typed with its class or ``Any`` (``list[_Inner] | Any``)."""
+
+    rows: list[_Inner] | Any = None
+    pair: tuple[_Inner, Any] | None = None
+
+
+@register_type
+class _Ledger(BaseModel):
+    """Names ``_Inner`` in its schema (``inner``), and holds anything in ``rows``."""
+
+    inner: _Inner = _Inner()
+    rows: Any = None
+    either: _Either = _Either()
+
+
+async def test_an_unregistered_model_of_a_class_the_schema_names_in_an_any_place_fails_the_pause(
+    tmp_path: Path,
+) -> None:
+    """The look for models took a model of a class the stored model's schema names (``_Inner``,
+    through ``inner``) to sit in a place typed with its class, always: one in ``rows: Any`` was
+    saved as pydantic's dict of its fields and a tool's result came back from the checkpoint
+    as a dict. It fails the pause now, naming where it is, as one of a class the schema does
+    not name does; one where its class is the place's type still needs no registration."""
+    ledger = _Ledger(inner=_Inner(name="i"), rows=[_Inner(name="r")])
+    asker = Asker("asker", info="go on?")
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        events = await collect(
+            Runner(asker, store).run("go", checkpoint_id="cp", session={"ledger": ledger})
+        )
+        error = events[-1].error
+        assert error is not None
+        assert re.search(
+            r"session\.ledger\.rows: _Inner is not registered for checkpoints \(held where the "
+            r"model is typed Any, it would come back as a dict\); call adk\.register_type",
+            error.message,
+        ), error.message
+        assert await store.get("cp") is None  # nothing half-saved
+
+        typed = _Ledger(
+            inner=_Inner(name="i"),
+            rows={"n": [1, {"source": "x"}]},
+            either=_Either(rows=[_Inner(name="e")], pair=(_Inner(name="p"), 2)),
+        )
+        asker = Asker("asker", info="go on?")
+        paused = await Runner(asker, store).invoke(
+            "go", checkpoint_id="cp", session={"ledger": typed}
+        )
+        assert paused.interrupt is not None
+        await Runner(asker, store).invoke_resume("cp", "yes")
+    back = asker.session_seen[1]["ledger"]
+    assert back == typed
+    assert isinstance(back.either.rows[0], _Inner) and isinstance(back.either.pair[0], _Inner)
+
+    for loose in (
+        _Ledger(rows={"deep": (_Inner(),)}),
+        _Ledger(either=_Either(pair=(_Inner(), _Inner(name="loose")))),
+    ):
+        with pytest.raises(CheckpointError, match=r"^v\.(rows\.deep|either\.pair): _Inner is"):
+            to_json_value(loose, "v")
+
+
+def test_a_model_as_a_dict_key_in_an_any_place_is_refused_where_the_walk_meets_it() -> None:
+    """pydantic writes a (hashable) model as a dict key as its text, so the key came back as
+    ``"name='x' size=0"``. Where the save walks the model's ``Any`` places (it holds a registered
+    model, or an unregistered one there), such a key fails it, naming where; a tuple there comes
+    back a list, as a tuple anywhere does, its models as themselves."""
+    keyed = _Holder(rows={"by": {_FrozenInner(): Point(x=1)}})
+    with pytest.raises(CheckpointError, match=r"^v\.rows\.by: dict key _FrozenInner\(") as caught:
+        to_json_value(keyed, "v")
+    assert caught.value.reason == "unstorable"
+    with pytest.raises(CheckpointError, match=r"^v\.either\.rows: dict key _FrozenInner\("):
+        to_json_value(_Ledger(either=_Either(rows={_FrozenInner(): _Inner()})), "v")
+    paired = from_json_value(to_json_value(_Holder(rows=(Point(x=1), "a"))))
+    assert paired.rows == [Point(x=1), "a"] and isinstance(paired.rows[0], Point)
