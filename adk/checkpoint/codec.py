@@ -567,11 +567,18 @@ def _plain(value: Any, depth: int) -> Any:
         data = _with_excluded(value, dump)
         if _has_any_place(cls):
             expected = _schema_classes(cls)
-            if _holds_model(value.__dict__.values(), expected):
+            walk = _models_to_walk(value, expected)
+            if walk:
                 found: list[bool] = []
                 tagged = _models_tagged(value, data, depth, found, expected)
-                if found:  # rebuilt before validation, as a dump holding tagged floats is
-                    return {_TAG: tag, "data": tagged, _TAGGED: True}
+                stored = (  # rebuilt before validation, as a dump holding tagged floats is
+                    {_TAG: tag, "data": tagged, _TAGGED: True}
+                    if found
+                    else {_TAG: tag, "data": data}
+                )
+                if walk is _CHECK:
+                    _check_kept(value, stored, depth)
+                return stored
         return {_TAG: tag, "data": data}
     raise _Unstorable(
         f"{cls.__qualname__} cannot be stored in a checkpoint; "
@@ -765,13 +772,24 @@ too: only such a model's values are walked for registered models (``_models_tagg
 
 
 def _has_any_place(cls: type[BaseModel]) -> bool:
-    """Whether ``cls``'s schema has a place typed ``Any`` (``_ANY_PLACE``), worked out once."""
+    """Whether ``cls``'s schema has a place typed ``Any`` (``_ANY_PLACE``), worked out once. A
+    model taking extra fields (``extra="allow"``, its or a nested model's) has one: its extras,
+    which pydantic writes as it writes an ``Any`` field's value."""
     known: bool | None = cls.__dict__.get(_ANY_PLACE)
     if known is None:
         _nan_serializer(cls)  # builds a deferred model's schema
-        known = any(n.get("type") == "any" for n in _schema_nodes(cls.__pydantic_core_schema__))
+        known = any(_is_loose(node) for node in _schema_nodes(cls.__pydantic_core_schema__))
         setattr(cls, _ANY_PLACE, known)
     return known
+
+
+def _is_loose(node: dict[str, Any]) -> bool:
+    """Whether a core schema node is a place typed ``Any``, or says its model takes extras."""
+    return (
+        node.get("type") == "any"
+        or node.get("extra_fields_behavior") == "allow"
+        or node.get("extra_behavior") == "allow"
+    )
 
 
 _ANY_FIELDS = "_adk_any_fields"
@@ -822,6 +840,207 @@ def _any_fields(cls: type[BaseModel]) -> tuple[str, ...]:
     return known
 
 
+_LOOSE_FIELDS = "_adk_loose_fields"
+"""The class attribute holding the names of a model's fields typed ``Any`` somewhere in their own
+type, not counting the models it names (``_loose_fields``)."""
+
+
+def _loose_fields(cls: type[BaseModel]) -> frozenset[str]:
+    """The fields of ``cls`` whose own type has a place typed ``Any`` (``rows: Any``,
+    ``dict[str, Any]``, ``list[Inner] | Any``), worked out once: a model in such a field may be
+    in that place, where pydantic writes it as its fields and validation leaves it a dict. A
+    model in another field (``inner: Inner``) sits in a place typed with its class, and only its
+    own fields are looked at so (``_push_fields``). A schema of shared definitions (a model
+    referring to itself, or naming one twice) has all its fields counted, when it has a place
+    typed ``Any`` at all."""
+    known: frozenset[str] | None = cls.__dict__.get(_LOOSE_FIELDS)
+    if known is None:
+        _nan_serializer(cls)  # builds a deferred model's schema
+        schema = cls.__pydantic_core_schema__
+        fields = next(
+            (n["fields"] for n in _schema_nodes(schema) if n.get("type") == "model-fields"), None
+        )
+        if fields is None or schema["type"] == "definitions":
+            known = frozenset(cls.model_fields) if _has_any_place(cls) else frozenset()
+        else:
+            known = frozenset(name for name, field in fields.items() if _own_any(field))
+        setattr(cls, _LOOSE_FIELDS, known)
+    return known
+
+
+def _own_any(schema: Any) -> bool:
+    """Whether a field's core schema has a place typed ``Any`` outside the models it names."""
+    pending: list[Any] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            kind = node.get("type")
+            if kind == "any":
+                return True
+            if kind in ("model", "dataclass", "definition-ref"):
+                continue  # a model's place: its own fields are looked at as its class says
+            pending.extend(
+                item for key, item in node.items() if key not in ("cls", "default", "metadata")
+            )
+    return False
+
+
+def _push_fields(value: BaseModel, typed: list[Any], loose: list[Any]) -> None:
+    """``value``'s field values onto ``typed`` or ``loose`` by ``_loose_fields``, its extras
+    (``extra="allow"``) onto ``loose``: pydantic writes them as an ``Any`` field's value."""
+    names = _loose_fields(type(value))
+    if names:
+        for name, item in value.__dict__.items():
+            (loose if name in names else typed).append(item)
+    else:
+        typed.extend(value.__dict__.values())
+    extra = value.__pydantic_extra__
+    if extra:
+        loose.extend(extra.values())
+
+
+_WALK = 1
+"""``_models_to_walk``: the dump is walked for registered models (``_models_tagged``)."""
+_CHECK = 2
+"""``_models_to_walk``: walked, and what is stored read back to see the models come back
+(``_check_kept``)."""
+
+
+def _models_to_walk(value: BaseModel, expected: tuple[type, ...]) -> int:
+    """Whether a stored model's dump must be walked (``_WALK``), and its stored form read back
+    too (``_CHECK``), found without building anything (0: neither, the usual answer; a look
+    costs a fraction of the walk that then finds nothing). ``_WALK``: a registered model is in
+    it, or an unregistered one of none of the ``expected`` classes (``_schema_classes``), which
+    can only be in a place typed ``Any`` (the walk refuses it). ``_CHECK``: an unregistered model
+    of one of them in a field typed ``Any`` in its own type (``_loose_fields``) or in extras:
+    whether its place is typed with its class (``list[Inner] | Any``) or ``Any`` (it would come
+    back as a dict) only reading it back tells. Dict keys are not looked at: a look at every
+    dict's keys cost a 30,000-row table's save a third more (a model as a key, written as its
+    text, is refused by the walk and the read back, ``_models_tagged``, ``_lost_model``).
+
+    Values in places typed with a model's class are looked into only for the models they hold,
+    as the look of ``_holds_model``; in loose places every model counts."""
+    result = 0
+    typed: list[Any] = []
+    loose: list[Any] = []
+    _push_fields(value, typed, loose)
+    while typed:  # places typed with a model's class: only the models there are looked into
+        item = typed.pop()
+        cls = type(item)
+        if cls is dict:
+            typed.extend(item.values())
+        elif cls is list or cls is tuple:
+            typed.extend(item)
+        elif cls is str or cls is int or cls is float or cls is bool or item is None:
+            continue
+        elif isinstance(item, BaseModel):
+            if cls in _NAMES or not issubclass(cls, expected):
+                result = _WALK  # a registered model's own ``_plain`` looks into it
+            else:
+                _push_fields(item, typed, loose)
+        elif isinstance(item, dict):
+            typed.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):  # a set: written as a list
+            typed.extend(item)
+    while loose:  # places typed ``Any`` (nothing here is pushed back onto ``typed``)
+        item = loose.pop()
+        cls = type(item)
+        if cls is dict or isinstance(item, dict):
+            loose.extend(item.values())
+        elif cls is list or cls is tuple:
+            loose.extend(item)
+        elif cls is str or cls is int or cls is float or cls is bool or item is None:
+            continue
+        elif isinstance(item, BaseModel):
+            if cls in _NAMES or not issubclass(cls, expected):
+                result = _WALK
+            else:
+                return _CHECK
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            loose.extend(item)
+    return result
+
+
+def _check_kept(value: BaseModel, stored: dict[str, Any], depth: int) -> None:
+    """Refuse ``value``, about to be stored as ``stored``, when reading it back would give a dict
+    (or another class) for an unregistered model it holds, or text for a model it has as a dict
+    key (``_CHECK``): the error names where it is. Read back as a resume reads it, so a place
+    typed with the model's class passes. One that cannot be read back at all is left as it was
+    (its resume says why)."""
+    try:
+        back = _rebuild(stored, depth)
+    except Exception:
+        return
+    lost = _lost_model(value, back, depth)
+    if lost is not None:
+        raise lost
+
+
+def _lost_model(value: Any, back: Any, depth: int) -> _Unstorable | None:
+    """The first unregistered model ``value`` holds that ``back``, what a resume reads of it,
+    holds as something else, or the first model among its dicts' keys; None when none is.
+    The error's ``keys`` lead to it (dict keys and field names, as every checkpoint error's)."""
+    if depth >= MAX_DEPTH:
+        return None
+    pairs: Iterable[tuple[Any, Any, Any]]
+    if isinstance(value, BaseModel):
+        cls = type(value)
+        if type(back) is not cls:
+            # Registered: written tagged. Text or another value: a serializer of the holder's
+            # wrote it so (``_models_tagged`` keeps that too).
+            if cls in _NAMES or not isinstance(back, (dict, BaseModel)):
+                return None
+            return _Unstorable(
+                f"{cls.__qualname__} is not registered for checkpoints (held where the model "
+                f"is typed Any, it would come back as {_as_what(back)}); call "
+                "adk.register_type(" + cls.__qualname__ + ")"
+            )
+        extra = value.__pydantic_extra__ or {}
+        back_extra = back.__pydantic_extra__ or {}
+        pairs = [
+            *((name, getattr(value, name), getattr(back, name, None)) for name in cls.model_fields),
+            *((name, item, back_extra.get(name)) for name, item in extra.items()),
+        ]
+    elif isinstance(value, dict) and isinstance(back, dict):
+        for key in value:
+            if isinstance(key, BaseModel):
+                return _model_key(key)
+        pairs = [(key, item, back.get(key)) for key, item in value.items() if key in back]
+    elif (
+        isinstance(value, (list, tuple, set, frozenset))
+        and isinstance(back, (list, tuple))
+        and len(value) == len(back)
+    ):
+        pairs = [(None, item, got) for item, got in zip(value, back, strict=True)]
+    else:
+        return None
+    for key, item, got in pairs:
+        lost = _lost_model(item, got, depth + 1)
+        if lost is not None:
+            if isinstance(key, str):
+                lost.keys.append(key)
+            return lost
+    return None
+
+
+def _model_key(key: BaseModel) -> _Unstorable:
+    """The refusal of a model as a dict key in a place typed ``Any``: pydantic writes it as its
+    ``str``, so it would come back as text."""
+    return _Unstorable(
+        f"dict key {key!r} cannot be written as JSON (a model as a key would come back as "
+        "its text); use string keys"
+    )
+
+
+def _as_what(back: Any) -> str:
+    """How ``_lost_model`` names what a model would come back as."""
+    if isinstance(back, dict):
+        return "a dict"
+    return f"a {type(back).__qualname__}"
+
+
 def _schema_classes(cls: type[BaseModel]) -> tuple[type, ...]:
     """The model (and dataclass) classes ``cls``'s schema names, itself and those nested in it,
     worked out once: a model of one of them (or of a subclass) in a stored model sits in a place
@@ -868,6 +1087,8 @@ def _holds_model(values: Iterable[Any], expected: tuple[type, ...] = ()) -> bool
             if cls in _NAMES or not issubclass(cls, expected):
                 return True
             pending.extend(item.__dict__.values())
+            if item.__pydantic_extra__:  # ``extra="allow"``: written as an ``Any`` place's
+                pending.extend(item.__pydantic_extra__.values())
         elif isinstance(item, dict):
             pending.extend(item.values())
         elif isinstance(item, (list, tuple, set, frozenset)):  # a set: written as a list
@@ -898,6 +1119,10 @@ def _models_tagged(
         fields = type(value).__pydantic_fields__
         known: Any = fields
         held: Callable[[str], Any] = value.__getattribute__
+        extra = value.__pydantic_extra__
+        if extra:  # ``extra="allow"``: its extras are dumped beside its fields
+            known = {**extra, **fields}
+            held = _field_or_extra(value, extra)
     elif isinstance(value, dict) and isinstance(data, dict):
         known, held = value, value.__getitem__
     elif (
@@ -913,7 +1138,11 @@ def _models_tagged(
         return _escaped(data)
     out = {}
     for key, item in data.items():
-        if key not in known:
+        if key not in known:  # a serializer's own key, or a model key pydantic wrote as its text
+            if known is value:
+                keyed = next((k for k in value if isinstance(k, BaseModel)), None)
+                if keyed is not None:
+                    raise _model_key(keyed)
             out[key] = _escaped(item)
             continue
         try:
@@ -922,6 +1151,15 @@ def _models_tagged(
             exc.keys.append(key)
             raise
     return {_TAG: "dict", "data": out} if _TAG in out else out
+
+
+def _field_or_extra(value: BaseModel, extra: dict[str, Any]) -> Callable[[str], Any]:
+    """How ``_models_tagged`` reads a model's field or extra by its name."""
+
+    def held(name: str) -> Any:
+        return extra[name] if name in extra else getattr(value, name)
+
+    return held
 
 
 def _model_tagged(
