@@ -1850,3 +1850,57 @@ def test_a_model_as_a_dict_key_in_an_any_place_is_refused_where_the_walk_meets_i
         to_json_value(_Ledger(either=_Either(rows={_FrozenInner(): _Inner()})), "v")
     paired = from_json_value(to_json_value(_Holder(rows=(Point(x=1), "a"))))
     assert paired.rows == [Point(x=1), "a"] and isinstance(paired.rows[0], Point)
+
+
+async def test_a_tools_result_with_a_model_in_its_extras_comes_back_through_a_pause(
+    tmp_path: Path,
+) -> None:
+    """A tool's structured result (a registered model taking extras) kept in the history a
+    checkpoint holds: the finding in its extras came back as a dict after the resume. A tool
+    pausing with an unregistered model of a class its state's schema names, held in ``Any``,
+    fails the pause naming the call, where it was saved as a dict."""
+
+    @adk.tool
+    async def look(ctx: ToolContext) -> adk.ToolResult:
+        """Looks something up."""
+        return adk.ToolResult(
+            content="found", structured=_Notebook(title="n", lead=Finding(source="wiki"))
+        )
+
+    @adk.tool
+    async def ask(ctx: ToolContext) -> str:
+        """Asks first."""
+        if ctx.resume is None:
+            raise adk.Interrupt("ok?")
+        return "yes"
+
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("look", {}, id="c1")]),
+            Reply(tool_calls=[tool_call("ask", {}, id="c2")]),
+            Reply(text="done"),
+        ]
+    )
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        paused = await Runner(ReActAgent("a", model=model, tools=[look, ask]), store).invoke(
+            "go", checkpoint_id="cp"
+        )
+        assert paused.interrupt is not None
+        done = await Runner(ReActAgent("a", model=model, tools=[look, ask]), store).invoke_resume(
+            "cp", True
+        )
+    [found] = [m for m in done.messages if m.content == "found"]
+    kept = found.metadata[codec.STRUCTURED]
+    assert isinstance(kept, _Notebook) and isinstance(kept.lead, Finding)
+
+    @adk.tool
+    async def hold(ctx: ToolContext) -> str:
+        """Pauses holding a ledger."""
+        raise adk.Interrupt("ok?", state=_Ledger(rows={"seen": _Inner(name="s")}))
+
+    agent = ReActAgent(
+        "a", model=ScriptedModel([Reply(tool_calls=[tool_call("hold", {})])]), tools=[hold]
+    )
+    with pytest.raises(RunError, match="could not save checkpoint 'cp'") as caught:
+        await Runner(agent).invoke("go", checkpoint_id="cp")
+    assert re.search(r"/tool:hold#[^:]*\.rows\.seen: _Inner is not registered", str(caught.value))
