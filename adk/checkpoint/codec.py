@@ -917,8 +917,9 @@ def _models_to_walk(value: BaseModel, expected: tuple[type, ...]) -> int:
     of one of them in a field typed ``Any`` in its own type (``_loose_fields``) or in extras:
     whether its place is typed with its class (``list[Inner] | Any``) or ``Any`` (it would come
     back as a dict) only reading it back tells. Dict keys are not looked at: a look at every
-    dict's keys cost a 30,000-row table's save a third more (a model as a key, written as its
-    text, is refused by the walk and the read back, ``_models_tagged``, ``_lost_model``).
+    dict's keys cost the look of a 30,000-row table a third more (a model as a key, written as
+    its text, is refused where the walk or the read back meets it, ``_models_tagged``,
+    ``_lost_model``).
 
     Values in places typed with a model's class are looked into only for the models they hold,
     as the look of ``_holds_model``; in loose places every model counts."""
@@ -1137,9 +1138,11 @@ def _models_tagged(
     else:
         return _escaped(data)
     out = {}
+    unknown = False
     for key, item in data.items():
         if key not in known:  # a serializer's own key, or a model key pydantic wrote as its text
-            if known is value:
+            if known is value and not unknown:  # its keys looked at once (30,000 int keys...)
+                unknown = True
                 keyed = next((k for k in value if isinstance(k, BaseModel)), None)
                 if keyed is not None:
                     raise _model_key(keyed)
