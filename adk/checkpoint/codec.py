@@ -948,7 +948,7 @@ def _models_to_walk(value: BaseModel, expected: tuple[type, ...]) -> int:
     while loose:  # places typed ``Any`` (nothing here is pushed back onto ``typed``)
         item = loose.pop()
         cls = type(item)
-        if cls is dict or isinstance(item, dict):
+        if cls is dict:  # exact types first, isinstance last: most items are rows of plain data
             loose.extend(item.values())
         elif cls is list or cls is tuple:
             loose.extend(item)
@@ -959,6 +959,8 @@ def _models_to_walk(value: BaseModel, expected: tuple[type, ...]) -> int:
                 result = _WALK
             else:
                 return _CHECK
+        elif isinstance(item, dict):
+            loose.extend(item.values())
         elif isinstance(item, (list, tuple, set, frozenset)):
             loose.extend(item)
     return result
