@@ -1003,3 +1003,75 @@ async def test_a_read_only_sqlite_file_never_claimed_lists_nothing_as_resuming(
     finally:
         await reader.aclose()
     assert [(entry.checkpoint_id, entry.resuming) for entry in entries] == [("only", False)]
+
+
+async def test_a_redis_listing_reads_each_batch_in_one_round_trip(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of 16 checkpoints is one command sent once (a Lua script reading each one's
+    head and length and its claim), where it was a pipeline of 48 commands beside an ``MGET``
+    on a second connection: two round trips, and three commands per checkpoint for the client
+    to pack and parse. Counted by the writes the client makes and by the server's own command
+    counts, with a claim held and a checkpoint gone, so the one command still tells both."""
+    import redis.asyncio.connection as connection
+
+    store = RedisCheckpointStore(redis_server.url, prefix=f"rt{uuid.uuid4().hex}:")
+    raw = aioredis.Redis.from_url(redis_server.url)
+    agent, _ = clerk()
+    await pause(Runner(agent, checkpoint_store=store), "run-00", "ACME")
+    data = await store.get("run-00")
+    assert data is not None
+    await put_all(store, [f"run-{n:02}" for n in range(1, 40)], data)
+    assert await store.claim("run-07", "another-worker")
+
+    sends = 0
+    send = connection.AbstractConnection.send_packed_command
+
+    async def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal sends
+        sends += 1
+        await send(self, *args, **kwargs)
+
+    listing = list_pending(store)
+    first = await listing.__anext__()  # the SCAN and the first batch read
+    await store.delete("run-30")  # listed already, deleted before its batch is read
+    await raw.config_resetstat()
+    monkeypatch.setattr(connection.AbstractConnection, "send_packed_command", counted)
+    rest = [entry async for entry in listing]
+    monkeypatch.undo()
+    stats = await raw.info("commandstats")
+    found = {entry.checkpoint_id: entry for entry in [first, *rest]}
+    assert sorted(found) == [f"run-{n:02}" for n in range(40) if n != 30]
+    assert [id for id, entry in found.items() if entry.resuming] == ["run-07"]
+    assert all(entry.error is None and entry.point_ids for entry in found.values())
+    # The two batches left (16 and 8 ids), one write each; the SCAN ended with the first.
+    assert sends == 2
+    assert stats["cmdstat_eval"]["calls"] == 2
+    assert "cmdstat_mget" not in stats and "cmdstat_scan" not in stats
+    await raw.aclose()
+    await store.aclose()
+
+
+async def test_a_redis_store_that_reads_claims_its_own_way_is_listed_through_it(
+    redis_server: RedisServer,
+) -> None:
+    """A subclass whose ``_claimed_ids`` (or ``heads``) differs is listed through its own
+    methods, not the built-in store's one-script batch that would stand for them."""
+
+    class Counting(RedisCheckpointStore):
+        asked: list[list[str]] = []  # noqa: RUF012
+
+        async def _claimed_ids(self, ids: list[str]) -> set[str]:
+            self.asked.append(list(ids))
+            return {id for id in ids if id.endswith("1")}
+
+    store = Counting(redis_server.url, prefix=f"own{uuid.uuid4().hex}:")
+    agent, _ = clerk()
+    await pause(Runner(agent, checkpoint_store=store), "run-0", "ACME")
+    data = await store.get("run-0")
+    assert data is not None
+    await store.put("run-1", data)
+    found = {entry.checkpoint_id: entry.resuming async for entry in list_pending(store)}
+    assert found == {"run-0": False, "run-1": True}
+    assert [sorted(ids) for ids in store.asked] == [["run-0", "run-1"]]
+    await store.aclose()

@@ -41,7 +41,7 @@ from ..interrupts import InterruptPoint
 from ._claim import resumed_here
 from ._points import parse_points, still_waiting
 from .codec import _SETTLED, CheckpointError, _read_summary, decode_checkpoint
-from .store import CheckpointStore, _check_prefix, _from_store
+from .store import CheckpointStore, _check_prefix, _from_store, _reads_heads_claimed
 
 __all__ = ["PendingCheckpoint", "list_pending"]
 
@@ -252,18 +252,25 @@ async def _read(
         return []
     lookup = getattr(store, "_claimed_ids", None)
     heads = getattr(store, "heads", None)
-    reads: list[Awaitable[object]]
-    if heads is not None:
-        reads = [heads(batch, _HEAD)]
+    found: list[object]
+    claimed: object = set()
+    if heads is not None and lookup is not None and _reads_heads_claimed(store):
+        # Both in one round trip (Redis's ``_heads_claimed``).
+        found_heads, claimed = await store._heads_claimed(batch, _HEAD)  # type: ignore[attr-defined]
+        found = [found_heads]
     else:
-        reads = [_from_store(store.get(id), "get", id) for id in batch]
-    if lookup is not None:
-        reads.append(lookup(batch))
-    found = await _gathered(reads)
+        reads: list[Awaitable[object]]
+        if heads is not None:
+            reads = [heads(batch, _HEAD)]
+        else:
+            reads = [_from_store(store.get(id), "get", id) for id in batch]
+        if lookup is not None:
+            reads.append(lookup(batch))
+        found = await _gathered(reads)
+        if lookup is not None:
+            claimed = found.pop()
     # Checked once the reads have ended, so it is as fresh as what they found.
-    resuming = resumed_here(store, batch)
-    if lookup is not None:
-        resuming |= cast("set[str]", found.pop())
+    resuming = resumed_here(store, batch) | cast("set[str]", claimed)
     # What each checkpoint is: its summary, the whole bytes (to decode), or None (gone).
     read: list[dict[str, Any] | object]
     if heads is not None:

@@ -120,6 +120,32 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 """
+# KEYS: checkpoint keys, then (ARGV[2] "1") as many claim keys; ARGV[1]: the bytes to read of
+# each checkpoint. Per checkpoint, {first bytes, length}, or false for none (``heads``); then,
+# with claims, per claim key 1 when held, else 0 (``_heads_claimed``). ``STRLEN`` reads a
+# missing key as an empty value, so only an empty one is looked up with ``EXISTS``. false, not
+# nil: a Lua array ends at its first nil.
+_HEADS = """
+local last = tonumber(ARGV[1]) - 1
+local count = #KEYS
+if ARGV[2] == '1' then count = count / 2 end
+local found = {}
+for i = 1, count do
+  local key = KEYS[i]
+  local size = redis.call('STRLEN', key)
+  if size > 0 then
+    found[i] = {redis.call('GETRANGE', key, 0, last), size}
+  elseif redis.call('EXISTS', key) == 1 then
+    found[i] = {'', 0}
+  else
+    found[i] = false
+  end
+end
+for i = count + 1, #KEYS do
+  found[i] = redis.call('EXISTS', KEYS[i])
+end
+return found
+"""
 _CLAIM_SUFFIX = "\x00claim"
 _SCAN_COUNT = 1000
 """Keys each ``SCAN`` looks at (Redis's hint): few round trips, no long stall of the server."""
@@ -327,31 +353,51 @@ class RedisCheckpointStore(_ClosableStore):
     async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
         """The first ``limit`` bytes and the length of each of ``ids``' checkpoints
         (``list_pending`` reads their headers, not their histories), None for a missing key:
-        one pipeline of ``GETRANGE``, ``STRLEN`` and ``EXISTS``. The first two read a missing key
-        as an empty value, too short for a header, which the reader then ``get``s to tell the
-        two apart: a second round trip, for every new run given a fresh id (the look before a
-        named run, ``runner._still_waits``)."""
-        ids = _check_heads(ids, limit)
+        one Lua script for them all (``_HEADS``), each key's head and length read at one
+        instant."""
+        found, _ = await self._read_heads(_check_heads(ids, limit), limit, claims=False)
+        return found
+
+    async def _heads_claimed(
+        self, ids: list[str], limit: int
+    ) -> tuple[list[tuple[bytes, int] | None], set[str]]:
+        """``heads`` and ``_claimed_ids`` at once (``list_pending``'s batch,
+        ``_pending._read``): one script, one command and one round trip for the batch, the
+        heads and claims read at one instant. A pipeline of ``GETRANGE``, ``STRLEN`` and
+        ``EXISTS`` per key beside an ``MGET``, as this was, took two round trips on two
+        connections and three commands per checkpoint for the client to pack and parse
+        (docs/performance.md)."""
+        return await self._read_heads(_check_heads(ids, limit), limit, claims=True)
+
+    async def _read_heads(
+        self, ids: list[str], limit: int, *, claims: bool
+    ) -> tuple[list[tuple[bytes, int] | None], set[str]]:
         if not ids:
-            return []
+            return [], set()
+        keys = [self._prefix + id for id in ids]
+        if claims:
+            keys += [self._claim_key(id) for id in ids]
 
         async def run(redis: Redis) -> list[Any]:
-            pipe = redis.pipeline(transaction=False)
-            for id in ids:
-                pipe.getrange(self._prefix + id, 0, limit - 1)
-                pipe.strlen(self._prefix + id)
-                pipe.exists(self._prefix + id)
-            found: list[Any] = await pipe.execute()
-            return found
+            call: Callable[..., Any] = redis.eval  # as ``_eval``, on many keys
+            found: Any = await call(_HEADS, len(keys), *keys, str(limit), "1" if claims else "0")
+            return list(found) if isinstance(found, list) else []
 
         found = await self._run("get", None, run)
+        if len(found) != len(keys):  # never, from the script: a reply this cannot pair with ids
+            raise _store_error(
+                "redis", "get", None, self._where, f"{len(found)} answers for {len(keys)} keys"
+            )
         heads: list[tuple[bytes, int] | None] = []
-        for head, size, there in zip(found[::3], found[1::3], found[2::3], strict=True):
-            if there or size:  # written or deleted between the reads (not atomic): there
-                heads.append((head if isinstance(head, bytes) else b"", int(size)))
-            else:
+        for item in found[: len(ids)]:
+            if not item:  # false in Lua: no such key (deleted since it was listed)
                 heads.append(None)
-        return heads
+                continue
+            head, size = item
+            heads.append((head if isinstance(head, bytes) else b"", int(size)))
+        if not claims:
+            return heads, set()
+        return heads, {id for id, there in zip(ids, found[len(ids) :], strict=True) if there}
 
     async def aclose(self) -> None:
         """Wait for the operations in flight (each ends within ``timeout``), then close the

@@ -253,7 +253,16 @@ def _renews(store: object) -> bool:
     return _owns(store, "_renew", _RENEWS, _CLAIMING)
 
 
+def _reads_heads_claimed(store: object) -> bool:
+    """Whether ``store``'s ``_heads_claimed`` (``heads`` and ``_claimed_ids`` of a listing's
+    batch in one round trip: Redis) may stand for its ``heads`` and ``_claimed_ids``, as
+    ``_puts_new`` decides for ``_put_new``: a subclass that reads heads or claims its own way has
+    the listing go through them, as before."""
+    return _owns(store, "_heads_claimed", _HEADS_CLAIMED, _HEADS_AND_CLAIMS)
+
+
 _READ_WRITE = ("get", "put")
+_HEADS_AND_CLAIMS = ("heads", "_claimed_ids")
 _CLAIMING = ("claim",)
 _READ_WRITE_DELETE = ("get", "put", "delete")
 
@@ -285,6 +294,8 @@ _DELETES_IF: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 """``_deletes_if``' verdicts by class, as ``_PUTS_NEW``."""
 _RENEWS: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 """``_renews``' verdicts by class, as ``_PUTS_NEW``."""
+_HEADS_CLAIMED: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+"""``_reads_heads_claimed``' verdicts by class, as ``_PUTS_NEW``."""
 
 
 def _kept(old: bytes | None, data: bytes, keep: Callable[[bytes], bool]) -> bool:
