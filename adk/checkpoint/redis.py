@@ -122,9 +122,11 @@ return 1
 """
 # KEYS: checkpoint keys, then (ARGV[2] "1") as many claim keys; ARGV[1]: the bytes to read of
 # each checkpoint. Per checkpoint, {first bytes, length}, or false for none (``heads``); then,
-# with claims, per claim key 1 when held, else 0 (``_heads_claimed``). ``STRLEN`` reads a
-# missing key as an empty value, so only an empty one is looked up with ``EXISTS``. false, not
-# nil: a Lua array ends at its first nil.
+# with claims, per claim key 1 when held, else 0 (``_heads_claimed``). A head shorter than
+# asked for is the whole value, its own length: ``STRLEN`` only for longer ones (a Lua script's
+# each redis.call costs the server more than a command sent to it). ``GETRANGE`` reads a missing
+# key as an empty value, so only an empty one is looked up with ``EXISTS``. false, not nil: a
+# Lua array ends at its first nil.
 _HEADS = """
 local last = tonumber(ARGV[1]) - 1
 local count = #KEYS
@@ -132,9 +134,11 @@ if ARGV[2] == '1' then count = count / 2 end
 local found = {}
 for i = 1, count do
   local key = KEYS[i]
-  local size = redis.call('STRLEN', key)
-  if size > 0 then
-    found[i] = {redis.call('GETRANGE', key, 0, last), size}
+  local head = redis.call('GETRANGE', key, 0, last)
+  if #head > last then
+    found[i] = {head, redis.call('STRLEN', key)}
+  elseif #head > 0 then
+    found[i] = {head, #head}
   elseif redis.call('EXISTS', key) == 1 then
     found[i] = {'', 0}
   else
