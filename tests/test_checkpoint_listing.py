@@ -1079,3 +1079,41 @@ async def test_a_redis_store_that_reads_claims_its_own_way_is_listed_through_it(
     assert found == {"run-0": False, "run-1": True}
     assert [sorted(ids) for ids in store.asked] == [["run-0", "run-1"]]
     await store.aclose()
+
+
+async def test_a_redis_user_that_may_only_read_still_lists_paused_runs(
+    redis_server: RedisServer,
+) -> None:
+    """An operator's listing (``pyadk checkpoint list --redis``, a dashboard) under a Redis user
+    that may only read (``+@read``, no ``EVAL``, which is ``@scripting``): the one-script batch
+    is refused (``NOPERM``), and the listing reads as the read-only commands it was, not fail,
+    the claim still told. Before the fallback, the whole listing failed."""
+    prefix = f"ro{uuid.uuid4().hex}:"
+    store = RedisCheckpointStore(redis_server.url, prefix=prefix)
+    raw = aioredis.Redis.from_url(redis_server.url)
+    user = f"reader-{uuid.uuid4().hex}"
+    await raw.acl_setuser(
+        user, enabled=True, passwords=["+secret"], keys=["*"], commands=["+@read", "+ping"]
+    )
+    reader = RedisCheckpointStore(
+        f"redis://{user}:secret@127.0.0.1:{redis_server.port}/0", prefix=prefix
+    )
+    try:
+        agent, _ = clerk()
+        await pause(Runner(agent, checkpoint_store=store), "run-0", "ACME")
+        data = await store.get("run-0")
+        assert data is not None
+        await put_all(store, [f"run-{n}" for n in range(1, 20)], data)
+        assert await store.claim("run-3", "another-worker")
+        found = {entry.checkpoint_id: entry async for entry in list_pending(reader)}
+        assert sorted(found) == sorted(f"run-{n}" for n in range(20))
+        assert [id for id, entry in found.items() if entry.resuming] == ["run-3"]
+        assert all(entry.error is None and entry.point_ids for entry in found.values())
+        # ``heads`` (the look before a named run) reads so too, a missing id as None.
+        heads = await reader.heads(["run-0", "gone"], 64)
+        assert heads[0] is not None and heads[0][1] == len(data) and heads[1] is None
+    finally:
+        await raw.acl_deluser(user)
+        await raw.aclose()
+        await reader.aclose()
+        await store.aclose()

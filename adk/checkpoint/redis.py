@@ -39,7 +39,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoPermissionError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._loop_clients import LoopClients
@@ -195,6 +195,7 @@ class RedisCheckpointStore(_ClosableStore):
         self._prefix = prefix
         self._ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
         self._eviction_checked = False  # see ``_check_eviction``
+        self._heads_by_script = True  # see ``_read_heads``
         # Parses the URL now: bad URLs fail here; that client serves the first loop. Nothing is
         # connected until an operation runs.
         self._clients = LoopClients(self._new_client(), self._new_client, _close_client)
@@ -358,7 +359,8 @@ class RedisCheckpointStore(_ClosableStore):
         """The first ``limit`` bytes and the length of each of ``ids``' checkpoints
         (``list_pending`` reads their headers, not their histories), None for a missing key:
         one Lua script for them all (``_HEADS``), each key's head and length read at one
-        instant."""
+        instant; for a user that may not ``EVAL`` (``+@read`` only), one pipeline of read-only
+        commands (``_piped_heads``)."""
         found, _ = await self._read_heads(_check_heads(ids, limit), limit, claims=False)
         return found
 
@@ -383,9 +385,20 @@ class RedisCheckpointStore(_ClosableStore):
             keys += [self._claim_key(id) for id in ids]
 
         async def run(redis: Redis) -> list[Any]:
-            call: Callable[..., Any] = redis.eval  # as ``_eval``, on many keys
-            found: Any = await call(_HEADS, len(keys), *keys, str(limit), "1" if claims else "0")
-            return list(found) if isinstance(found, list) else []
+            if self._heads_by_script:
+                call: Callable[..., Any] = redis.eval  # as ``_eval``, on many keys
+                try:
+                    found: Any = await call(
+                        _HEADS, len(keys), *keys, str(limit), "1" if claims else "0"
+                    )
+                except NoPermissionError:
+                    # A user that may only read (``+@read``: an operator's ``pyadk checkpoint
+                    # list``, a dashboard) may not ``EVAL`` (``@scripting``): read as the
+                    # read-only commands below from now on, as the listing did before the script.
+                    self._heads_by_script = False
+                else:
+                    return list(found) if isinstance(found, list) else []
+            return await _piped_heads(redis, keys, len(ids), limit)
 
         found = await self._run("get", None, run)
         if len(found) != len(keys):  # never, from the script: a reply this cannot pair with ids
@@ -515,6 +528,33 @@ def _eval(redis: Redis, script: str, key: str, *args: str | bytes) -> Awaitable[
     pending: Any = call(script, 1, key, *args)
     awaitable: Awaitable[Any] = pending
     return awaitable
+
+
+async def _piped_heads(redis: Redis, keys: list[str], count: int, limit: int) -> list[Any]:
+    """``_HEADS``' answer from read-only commands, one pipeline (one round trip): ``GETRANGE``,
+    ``STRLEN`` and ``EXISTS`` of each of the first ``count`` keys (checkpoints), then an ``MGET``
+    of the rest (claims, if any). Not read at one instant as the script's: a key written or
+    deleted between its reads is taken as there (its length, or an empty head, says so)."""
+    pipe = redis.pipeline(transaction=False)
+    for key in keys[:count]:
+        pipe.getrange(key, 0, limit - 1)
+        pipe.strlen(key)
+        pipe.exists(key)
+    if len(keys) > count:
+        pipe.mget(keys[count:])
+    answers: list[Any] = await pipe.execute()
+    found: list[Any] = [
+        [head, size] if there or size else None
+        for head, size, there in zip(
+            answers[0 : 3 * count : 3],
+            answers[1 : 3 * count : 3],
+            answers[2 : 3 * count : 3],
+            strict=True,
+        )
+    ]
+    if len(keys) > count:
+        found += [0 if holder is None else 1 for holder in answers[-1]]
+    return found
 
 
 async def _scan(redis: Redis, cursor: int, pattern: bytes) -> tuple[int, list[Any]]:
