@@ -1,5 +1,6 @@
 """A paused call's point id names one call of its conversation (its input included, so a
-``LoopAgent``'s next iteration too), never two.
+``LoopAgent``'s next iteration too; a ``Supervisor``'s worker asked again is in
+tests/test_app_supervisor.py), never two.
 
 A model (a server numbering each response's calls ``call_0``, or a scripted one giving each
 reply's call the same id) could give its next call the id of the call just answered: that call

@@ -247,8 +247,12 @@ def _answer(
     # A call under an id an earlier call of the run's chats holds (a server numbering each
     # response's calls ``call_0``; a later round, or another chat: they pause at one address)
     # gets one of its own: else its pause would be the earlier call's point, and an answer sent
-    # twice would decide it (``own_call_ids``).
-    own_call_ids(reply, calls, _run_call_ids(ctx._run, messages))
+    # twice would decide it (``own_call_ids``). A chat's first round adds its request's own
+    # messages: a chat asked again with an earlier chat's calls in its history.
+    seen = _run_call_ids(ctx._run, messages)
+    if not rounds:
+        seen.update(calls_seen(messages))
+    own_call_ids(reply, calls, seen)
     if rounds >= request.max_tool_rounds:
         raise ActionError(
             f"model {request.model!r} still calls tools after {rounds} round(s) "
