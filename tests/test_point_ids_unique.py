@@ -264,6 +264,39 @@ async def test_an_action_agents_later_chat_under_the_same_id_pauses_at_a_point_o
     assert done.text == "settled" and PAID == ["bob", "eve"]
 
 
+class _DeskAskedAgain(_Desk):
+    """A chat asked with an earlier chat's call ``c1`` (bob's, settled) in its messages."""
+
+    @action(InputEvent)
+    async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        earlier = tool_call("settle", {"payee": "bob", "cents": 5}, id="c1")
+        messages = [
+            Message.user(event.input),
+            Message.assistant(tool_calls=[earlier]),
+            Message.tool("settled 5 with bob", tool_call_id="c1"),
+            Message.user("and the next one"),
+        ]
+        ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["settle"]))
+
+
+async def test_an_action_agents_chat_call_under_an_id_its_request_holds_gets_one_of_its_own() -> (
+    None
+):
+    """The chat's first reply calls ``c1`` again, which the request's messages hold: it pauses
+    at ``#c1~1``, and the chat's history carries each call id once."""
+    runner = Runner(_DeskAskedAgain(), InMemoryCheckpointStore())
+    paused = await runner.invoke("settle", checkpoint_id="cid")
+    assert paused.interrupt is not None
+    [point] = paused.interrupt.point_ids
+    assert point.endswith("/tool:settle#c1~1")
+    assert paused.interrupt.points[0].info["arguments"]["payee"] == "eve"
+    again = await runner.invoke_resume("cid", {point: True})
+    assert again.interrupt is not None and again.interrupt.point_ids == [point[:-1] + "2"]
+    assert again.interrupt.points[0].info["arguments"]["payee"] == "carol"
+    done = await runner.invoke_resume("cid", {point[:-1] + "2": False})
+    assert done.interrupt is None and PAID == ["eve"]
+
+
 FIXTURE = Path(__file__).parent / "fixtures" / "main_0039c81_reused_call_id_pause.ckpt"
 """Saved by pyadk 0039c81 (before calls got ids of their own in a run): the agent of
 ``test_a_react_agents_next_call...`` paused for eve's call under bob's point id, ``#c1``, after
