@@ -319,3 +319,36 @@ async def test_a_pause_saved_under_a_reused_id_resumes_by_its_old_point_id() -> 
     assert third.interrupt.points[0].info["arguments"]["payee"] == "carol"
     done = await runner.invoke_resume("old-1", {point + "~1": False})
     assert done.text == "all settled" and PAID == ["eve"]
+
+
+async def test_an_action_agents_streamed_chat_encoded_as_its_stream_ends_carries_the_calls_own_id() -> (
+    None
+):
+    """A streaming run shows each chat's reply as it comes (``chat_streamed``); a service
+    encodes that event as soon as its stream is read, before the action goes on: the joined
+    message it sends carries the id the call pauses under, as a ``ReActAgent``'s does, else the
+    client shown eve's call under ``c1`` is asked to approve ``#c1~1``, a call it never saw."""
+    runner = Runner(_TwoChats(), InMemoryCheckpointStore(), enable_streaming=True)
+    point = "agent:desk/action:builtin.tools/tool:settle#"
+    calls: list[str] = []
+    points: list[str] = []
+    resume: dict[str, bool] | None = None
+    for _ in range(3):
+        events = runner.run("settle", checkpoint_id="cid") if not points else None
+        events = events or runner.resume("cid", resume or {})
+        resume = None
+        async for event in events:
+            stream = event.output.stream if event.output is not None else None
+            if stream is not None:
+                async for _chunk in stream:
+                    pass
+            message = (event.to_dict().get("output") or {}).get("message") or {}
+            calls += [call["id"] for call in message.get("tool_calls") or []]
+            if event.action is not None and event.action.interrupted is not None:
+                points.append(event.action.interrupted.points[0].id)
+                resume = {points[-1]: True}
+        if resume is None:
+            break
+    assert points == [point + "c1", point + "c1~1"]
+    assert calls == ["c1", "c1~1"]
+    assert PAID == ["bob", "eve"]

@@ -139,17 +139,23 @@ async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[Agen
     run_ctx, model, specs, options = await _call_parts(ctx, request, rounds)
     stream = stream_counted(run_ctx, model, messages, specs, options)
     shown = AgentEvent(output=AgentOutput(stream=stream, shown_only=True))
+    # The calls get ids of their own as the chunks are joined, by whoever joins them first (as
+    # ``ReActAgent``'s): a service encoding the shown event as soon as its stream ends, before
+    # this action goes on, sends the ids the calls pause under.
+    stream._on_join = functools.partial(_own_reply_ids, ctx._run, messages, not rounds)
     try:
         yield shown
         reply = await stream.collect()
     finally:
+        # failed, closed or joined: the event's stream must not keep the run
+        unjoined, stream._on_join = stream._on_join, None
         # A run closed or cancelled while this action reads the reply itself, once the caller
         # has taken the event (the driver lets a shown stream go then, ``record_stream``, and a
         # cancelled reader does not stop a stream's source): stop the model's stream, or its
         # connection stays open until collected. (At the event the driver closes it too.)
         if not stream.done:
             await stream.aclose()
-    _answer(ctx, request, messages, rounds, reply)
+    _answer(ctx, request, messages, rounds, reply, owned=unjoined is None)
 
 
 def _chat_of(
@@ -232,27 +238,20 @@ def _answer(
     messages: list[Message],
     rounds: int,
     reply: Message,
+    owned: bool = False,
 ) -> None:
     """Send what the model's ``reply`` asks for: its tool calls as a ``ToolRequestEvent`` (the
     chat kept for their results), else the ``ChatResponseEvent``. Its usage is counted already:
-    by ``generate_counted`` as it came, by the stream as it ended."""
+    by ``generate_counted`` as it came, by the stream as it ended. ``owned``: its calls have
+    ids of their own already (``_own_reply_ids``, run as a streamed reply was joined)."""
     calls = reply.tool_calls
     if not calls:
         if rounds and ctx._run.call_ids is None:  # a chat a resume restored ends: its ids kept
             _run_call_ids(ctx._run, messages)
         ctx.send_event(_chat_response_event(request.id, reply))
         return
-    if len(calls) > 1:  # before any action sees them: the ids the history keeps
-        unique_call_ids(calls)
-    # A call under an id an earlier call of the run's chats holds (a server numbering each
-    # response's calls ``call_0``; a later round, or another chat: they pause at one address)
-    # gets one of its own: else its pause would be the earlier call's point, and an answer sent
-    # twice would decide it (``own_call_ids``). A chat's first round adds its request's own
-    # messages: a chat asked again with an earlier chat's calls in its history.
-    seen = _run_call_ids(ctx._run, messages)
-    if not rounds:
-        seen.update(calls_seen(messages))
-    own_call_ids(reply, calls, seen)
+    if not owned:
+        _own_reply_ids(ctx._run, messages, not rounds, reply, calls)
     if rounds >= request.max_tool_rounds:
         raise ActionError(
             f"model {request.model!r} still calls tools after {rounds} round(s) "
@@ -261,6 +260,32 @@ def _answer(
     tool_request = _tool_request_event(reply.tool_calls, list(request.tools), request.model)
     ctx._run.chats[tool_request.id] = _Chat(request, [*messages, reply], rounds + 1)
     ctx.send_event(tool_request)
+
+
+def _own_reply_ids(
+    run: _ActionRun,
+    messages: list[Message],
+    first: bool,
+    reply: Message,
+    calls: list[ToolCall] | None = None,
+) -> None:
+    """Give ``reply``'s calls ids of their own, before any action sees them: the ids the
+    history keeps. A call under an id an earlier call of the run's chats holds (a server
+    numbering each response's calls ``call_0``; a later round, or another chat: they pause at
+    one address) gets one of its own: else its pause would be the earlier call's point, and an
+    answer sent twice would decide it (``own_call_ids``). A chat's ``first`` round adds its
+    request's own messages: a chat asked again with an earlier chat's calls in its history.
+    ``calls``: the reply's, if read already (a pydantic field read is not free)."""
+    if calls is None:
+        calls = reply.tool_calls
+    if not calls:
+        return
+    if len(calls) > 1:
+        unique_call_ids(calls)
+    seen = _run_call_ids(run, messages)
+    if first:
+        seen.update(calls_seen(messages))
+    own_call_ids(reply, calls, seen)
 
 
 def _run_call_ids(run: _ActionRun, messages: list[Message]) -> dict[str, None]:
