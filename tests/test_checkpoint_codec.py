@@ -1837,6 +1837,36 @@ async def test_an_unregistered_model_of_a_class_the_schema_names_in_an_any_place
             to_json_value(loose, "v")
 
 
+def test_models_in_a_place_typed_with_their_class_or_any_are_saved_without_the_walks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Unregistered models in ``list[_Inner] | Any`` round-trip as themselves, as before the
+    read back: the save reads the model back to tell, and that is all it needs. It also walked
+    the dump beside the value (``_models_tagged``, for no registered model there) and the value
+    beside what it read back (``_lost_model``), though that came back equal: 30,000 such rows
+    took 1.4 s to save against 27 ms before the read back, at every pause."""
+    walked: list[str] = []
+
+    def counting(name: str) -> Any:
+        walk = getattr(codec, name)
+
+        def counted(*args: Any) -> Any:
+            walked.append(name)
+            return walk(*args)
+
+        return counted
+
+    for name in ("_models_tagged", "_lost_model"):
+        monkeypatch.setattr(codec, name, counting(name))
+    typed = _Ledger(either=_Either(rows=[_Inner(name=str(i)) for i in range(50)]))
+    back = from_json_value(to_json_value(typed))
+    assert back == typed and isinstance(back.either.rows[0], _Inner)
+    assert walked == []
+    with pytest.raises(CheckpointError, match=r"^v\.rows: _Inner is not registered"):
+        to_json_value(_Ledger(rows=[_Inner()]), "v")  # one that would come back a dict: walked
+    assert "_lost_model" in walked
+
+
 def test_a_model_as_a_dict_key_in_an_any_place_is_refused_where_the_walk_meets_it() -> None:
     """pydantic writes a (hashable) model as a dict key as its text, so the key came back as
     ``"name='x' size=0"``. Where the save walks the model's ``Any`` places (it holds a registered
