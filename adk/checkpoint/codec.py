@@ -569,14 +569,14 @@ def _plain(value: Any, depth: int) -> Any:
             expected = _schema_classes(cls)
             walk = _models_to_walk(value, expected)
             if walk:
+                stored: dict[str, Any] = {_TAG: tag, "data": data}
+                if walk == _CHECK and _comes_back(value, stored, depth):
+                    return stored  # the usual answer: its models sit where their class is typed
                 found: list[bool] = []
                 tagged = _models_tagged(value, data, depth, found, expected)
-                stored = (  # rebuilt before validation, as a dump holding tagged floats is
-                    {_TAG: tag, "data": tagged, _TAGGED: True}
-                    if found
-                    else {_TAG: tag, "data": data}
-                )
-                if walk is _CHECK:
+                if found:  # rebuilt before validation, as a dump holding tagged floats is
+                    stored = {_TAG: tag, "data": tagged, _TAGGED: True}
+                if walk == _CHECK:
                     _check_kept(value, stored, depth)
                 return stored
         return {_TAG: tag, "data": data}
@@ -905,7 +905,9 @@ _WALK = 1
 """``_models_to_walk``: the dump is walked for registered models (``_models_tagged``)."""
 _CHECK = 2
 """``_models_to_walk``: walked, and what is stored read back to see the models come back
-(``_check_kept``)."""
+(``_check_kept``). The dump as it is is read back first (``_comes_back``): equal to the value,
+it is stored so, without either walk (``list[Inner] | Any`` holding 30,000 ``Inner``: 1.4 s
+with them, a fifth of that without)."""
 
 
 def _models_to_walk(value: BaseModel, expected: tuple[type, ...]) -> int:
@@ -976,9 +978,30 @@ def _check_kept(value: BaseModel, stored: dict[str, Any], depth: int) -> None:
         back = _rebuild(stored, depth)
     except Exception:
         return
+    if _same(value, back):
+        return
     lost = _lost_model(value, back, depth)
     if lost is not None:
         raise lost
+
+
+def _comes_back(value: BaseModel, stored: dict[str, Any], depth: int) -> bool:
+    """Whether ``stored``, ``value``'s dump untagged, reads back equal to ``value`` (``_CHECK``):
+    then it is stored so, without ``_models_tagged``'s walk of the dump nor ``_lost_model``'s
+    of the value, each a Python walk of it all. One that does not (a registered model or an
+    unregistered one in a place typed ``Any``, a NaN, a model key) takes both."""
+    try:
+        back = _rebuild(stored, depth)
+    except Exception:
+        return False
+    return _same(value, back)
+
+
+def _same(value: BaseModel, back: Any) -> bool:
+    """Whether ``back``, ``value`` read back, equals it by pydantic's equality: the same class
+    at every model, so no model came back as a dict or another class, and no model key as text.
+    A model whose class has its own ``__eq__`` is not asked (it may call unlike things equal)."""
+    return type(value).__eq__ is BaseModel.__eq__ and back == value
 
 
 def _lost_model(value: Any, back: Any, depth: int) -> _Unstorable | None:
