@@ -1867,6 +1867,35 @@ def test_models_in_a_place_typed_with_their_class_or_any_are_saved_without_the_w
     assert "_lost_model" in walked
 
 
+class _ById(BaseModel):
+    """Equal by its id alone: its ``__eq__`` reads the other's id, whatever the other is."""
+
+    id: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        return self.id == other.id  # type: ignore[attr-defined]
+
+    __hash__ = BaseModel.__hash__
+
+
+@register_type
+class _ByIdLedger(BaseModel):
+    """Names ``_ById`` in its schema (``lead``), and holds anything in ``rows``."""
+
+    lead: _ById = _ById()
+    rows: list[_ById] | Any = None
+
+
+def test_a_models_own_eq_does_not_break_the_read_back() -> None:
+    """The save compares what it read back with the value: a model's own ``__eq__`` raising
+    for a dict (``other.id``) must neither fail the save nor decide it."""
+    typed = _ByIdLedger(rows=[_ById(id=1)])
+    back = from_json_value(to_json_value(typed))
+    assert isinstance(back.rows[0], _ById) and back.rows[0].id == 1
+    with pytest.raises(CheckpointError, match=r"^v\.rows\.a: _ById is not registered"):
+        to_json_value(_ByIdLedger(rows={"a": _ById(id=2)}), "v")
+
+
 def test_a_model_as_a_dict_key_in_an_any_place_is_refused_where_the_walk_meets_it() -> None:
     """pydantic writes a (hashable) model as a dict key as its text, so the key came back as
     ``"name='x' size=0"``. Where the save walks the model's ``Any`` places (it holds a registered

@@ -1000,8 +1000,14 @@ def _comes_back(value: BaseModel, stored: dict[str, Any], depth: int) -> bool:
 def _same(value: BaseModel, back: Any) -> bool:
     """Whether ``back``, ``value`` read back, equals it by pydantic's equality: the same class
     at every model, so no model came back as a dict or another class, and no model key as text.
-    A model whose class has its own ``__eq__`` is not asked (it may call unlike things equal)."""
-    return type(value).__eq__ is BaseModel.__eq__ and back == value
+    A model whose class has its own ``__eq__`` is not asked (it may call unlike things equal);
+    one nested that raises comparing itself with a dict (``other.id``) makes it not the same."""
+    if type(value).__eq__ is not BaseModel.__eq__:
+        return False
+    try:
+        return bool(back == value)
+    except Exception:
+        return False
 
 
 def _lost_model(value: Any, back: Any, depth: int) -> _Unstorable | None:
