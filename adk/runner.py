@@ -770,6 +770,7 @@ class Runner(AsyncCloseable):
                 early = await own.start()
                 if early is not None:
                     await collected.take(early)
+                    early = NO_EVENT  # its error's traceback keeps this frame (_driver.NO_EVENT)
                     return collected.result(run.session, run)
             try:
                 events = own.agent.run(agent_input, ctx)  # or the answer a callback gave
