@@ -18,23 +18,19 @@ import argparse
 import asyncio
 import contextlib
 import statistics
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from adk.checkpoint import (
     CheckpointStore,
-    PostgresCheckpointStore,
     RedisCheckpointStore,
-    SQLiteCheckpointStore,
     list_pending,
 )
 from adk.checkpoint._snapshot import snapshot_body
 from adk.checkpoint.codec import encode_checkpoint
+from benchmarks.checkpoint_stores import _stores
 from benchmarks.checkpoints import _paused_run
-from tests.services import ServiceUnavailable, run_postgres, run_redis
 
 PAUSED = 20_000
 EVENTS = 10
@@ -92,21 +88,7 @@ async def _bench(store: CheckpointStore, paused: int, rounds: int) -> dict[str, 
 
 def run(paused: int = PAUSED, rounds: int = 3) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    with contextlib.ExitStack() as stack:
-        directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pyadk-bench-")))
-        stores: list[tuple[str, Callable[[], CheckpointStore] | str]] = [
-            ("sqlite", lambda: SQLiteCheckpointStore(directory / "bench.db")),
-        ]
-        try:
-            url = stack.enter_context(run_redis()).url
-            stores.append(("redis", lambda: RedisCheckpointStore(url)))
-        except ServiceUnavailable as exc:
-            stores.append(("redis", str(exc)))
-        try:
-            dsn = stack.enter_context(run_postgres()).dsn
-            stores.append(("postgres", lambda: PostgresCheckpointStore(dsn)))
-        except ServiceUnavailable as exc:
-            stores.append(("postgres", str(exc)))
+    with _stores(memory=False, durable=False) as stores:
         for name, factory in stores:
             if isinstance(factory, str):
                 rows.append({"benchmark": f"checkpoint_listing.{name}", "skipped": factory})

@@ -144,21 +144,26 @@ async def _bench_store(
 
 
 @contextlib.contextmanager
-def _stores() -> Iterator[list[tuple[str, Callable[[], CheckpointStore] | str]]]:
-    """(name, factory) per store, or (name, reason) when its server is not installed."""
+def _stores(
+    *, memory: bool = True, durable: bool = True
+) -> Iterator[list[tuple[str, Callable[[], CheckpointStore] | str]]]:
+    """(name, factory) per store, or (name, reason) when its server is not installed; the
+    in-memory store when ``memory``, PostgreSQL fsyncing when ``durable`` (its production mode,
+    for a write's cost; a read-only benchmark needs no fsync)."""
     with contextlib.ExitStack() as stack:
         directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pyadk-bench-")))
         stores: list[tuple[str, Callable[[], CheckpointStore] | str]] = [
-            ("memory", InMemoryCheckpointStore),
             ("sqlite", lambda: SQLiteCheckpointStore(directory / "bench.db")),
         ]
+        if memory:
+            stores.insert(0, ("memory", InMemoryCheckpointStore))
         try:
             url = stack.enter_context(run_redis()).url
             stores.append(("redis", lambda: RedisCheckpointStore(url)))
         except ServiceUnavailable as exc:
             stores.append(("redis", str(exc)))
         try:
-            dsn = stack.enter_context(run_postgres(durable=True)).dsn
+            dsn = stack.enter_context(run_postgres(durable=durable)).dsn
             stores.append(("postgres", lambda: PostgresCheckpointStore(dsn)))
         except ServiceUnavailable as exc:
             stores.append(("postgres", str(exc)))
