@@ -55,13 +55,19 @@ def rewrite_message(author: str, message: Message) -> Message:
 
 
 def _input_without_tool(
-    ctx: RunContext, agent_name: str, tool: str, since: Collection[str] = ()
+    ctx: RunContext,
+    agent_name: str,
+    tool: str,
+    since: Collection[str] = (),
+    without: Collection[str] = (),
 ) -> list[Message]:
     """``build_messages(ctx, agent_name)`` with every call of the tool named ``tool`` and every
     result of it left out (a message left with nothing to say goes too). ``since``: names of
     agents; once one of them recorded a message, the input starts after the last such one,
     without the run's input (a ``PlanExecute`` delegated to again reads only what was said since
-    its last turn, not what it was asked the times before).
+    its last turn, not what it was asked the times before). ``without``: names of agents whose
+    messages are left out, carried ones included (a ``PlanExecute``'s own earlier turns, in a
+    ``LoopAgent``'s next iteration or a conversation carried from run to run).
 
     For bookkeeping that says nothing about the task: ``PlanExecute`` reads its objective from
     its planner's input, and under a ``Supervisor`` that input holds the supervisor's
@@ -76,8 +82,10 @@ def _input_without_tool(
             if entries[at].agent_name in since:
                 start = at + 1
                 break
-    messages = _carried_without_tool(lane.root, tool, since) if not start else []
+    messages = _carried_without_tool(lane.root, tool, since, without) if not start else []
     for entry in entries[start:] if start else entries:
+        if entry.agent_name in without:
+            continue
         message = entry.message
         if message.role == _TOOL and message.name == tool:
             continue
@@ -94,14 +102,15 @@ def _input_without_tool(
 
 
 def _carried_without_tool(
-    root: Sequence[Message], tool: str, since: Collection[str]
+    root: Sequence[Message], tool: str, since: Collection[str], without: Collection[str] = ()
 ) -> list[Message]:
     """The run's input as ``_input_without_tool`` reads the history, for a conversation carried
     from run to run on ``result.messages``: there the earlier turns of a multi-agent run are the
     user messages ``rewrite_message`` made (``For context: [A] ...``), which are read in its words.
     A result of ``tool`` goes, and so does each call of it (a message left saying nothing too);
     with ``since``, the input starts after the last message one of those agents said, as the
-    history does after their last entry. A message that is not in those words is kept as it is.
+    history does after their last entry, and a message one of ``without`` said goes. A message
+    that is not in those words is kept as it is.
 
     A message's author is what it names before its first ``] `` (agent names are free text:
     ``desk [EU]``), and its calls are found by that author's words, so each is found by one
@@ -126,6 +135,8 @@ def _carried_without_tool(
                 if text.startswith(returned, named + 2):
                     continue
                 author = text[len(_CONTEXT) : named]
+                if author in without:
+                    continue
                 rest = _without_calls(text, author, tool)
                 if rest != text:
                     if rest == "For context:":

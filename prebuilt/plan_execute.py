@@ -6,8 +6,9 @@ state lives in session values (all checkpointable):
 
 - ``objective`` (str): what the user asked, taken from the planner's input without the
   ``transfer_to_agent`` calls and results of a flow around it (a ``Supervisor``'s routing);
-  transferred to again, from what was said since its last turn; given an input a parent agent
-  made, from that input (``_PlanStep._objective``);
+  transferred to again, from what was said since its last turn; its own earlier turns (a
+  ``LoopAgent``'s next iteration, a carried conversation) left out; given an input a parent
+  agent made, from that input (``_PlanStep._objective``);
 - ``plan`` (``Plan``): the steps still to do; ``plan.steps[0]`` is the next one;
 - ``executed_steps`` (list of ``ExecutedStep``): each finished step with its result.
 
@@ -439,7 +440,8 @@ class _PlanStep(_Role):
         handed the ``PlanExecute`` (``PlanExecute._until_response``), else what the history says
         to it. Transferred to again (a supervisor's worker delegated to another task), only what
         was said since its last turn: its earlier objectives, plans and answers piled up in the
-        objective every executor and replanner prompt repeats."""
+        objective every executor and replanner prompt repeats. Not transferred to, its own
+        earlier turns' messages are left out (``without``) for the same reason."""
         given = self._given.get(_given_key(ctx, _home(ctx, 1)))
         if given is not None:
             return given
@@ -447,7 +449,12 @@ class _PlanStep(_Role):
         last = entries[-1].message if entries else None
         transferred = last is not None and last.role == "tool" and last.name == TRANSFER_TOOL
         since = self._names if transferred else ()
-        return _objective_of(_input_without_tool(ctx, self.name, TRANSFER_TOOL, since))
+        # Its own earlier turns (a LoopAgent's next iteration, a conversation carried from run to
+        # run) are its plans, its executor's tool calls and results and its answers, not what it
+        # was asked: they piled up in the objective every executor and replanner prompt repeats.
+        return _objective_of(
+            _input_without_tool(ctx, self.name, TRANSFER_TOOL, since, without=self._names)
+        )
 
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """As the step resumes: its saved objective and role state, then its agent."""

@@ -7,8 +7,18 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from adk import AgentEvent, AgentInput, BaseAgent, Callbacks, Message, RunContext, Runner
-from adk.testing import ScriptedModel, tool_call
+from adk import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    Callbacks,
+    LoopAgent,
+    Message,
+    RunContext,
+    Runner,
+    tool,
+)
+from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import PlanExecute, ReActAgent, Supervisor, new_executor, new_planner, new_replanner
 
 
@@ -291,3 +301,62 @@ async def test_a_long_carried_message_is_read_in_one_pass() -> None:
 
     prompt = executor_model.requests[0].messages[-1].content
     assert prompt.startswith(f"Objective:\n{long}\nGo.\n\nPlan")
+
+
+def _checking_web() -> tuple[PlanExecute, ScriptedModel]:
+    """A PlanExecute whose one step calls a tool, answering each time it is asked; its
+    executor's model."""
+
+    @tool
+    def check(host: str) -> str:
+        """Check a host."""
+        return f"{host} ok"
+
+    def executes(messages: list[Message]) -> str | Reply:
+        if messages[-1].role == "tool":
+            return f"checked: {messages[-1].content}"
+        return Reply(tool_calls=[tool_call("check", {"host": "web"})])
+
+    executor_model = ScriptedModel(executes)
+    agent = PlanExecute(
+        new_planner(ScriptedModel(lambda _: json.dumps({"steps": ["check web"]}))),
+        new_executor(executor_model, tools=[check]),
+        new_replanner(ScriptedModel(lambda _: "Web is fine.")),
+    )
+    return agent, executor_model
+
+
+async def test_a_loops_next_iteration_leaves_the_plan_executes_earlier_work_out_of_its_objective() -> (
+    None
+):
+    """A LoopAgent running a PlanExecute and a critic: each iteration's objective was every user
+    message and every `For context` line since the run began, the PlanExecute's own earlier
+    turns included (its plan, the executor's tool calls and results, its answer), growing with
+    each iteration in every executor and replanner prompt. Its own turns are left out now; what
+    the others said (the critic) stays."""
+    agent, executor_model = _checking_web()
+    critic = ReActAgent("critic", ScriptedModel(["Check again", "Enough"]))
+    await Runner(LoopAgent("monitor", [agent, critic], max_iterations=2)).invoke("Is web up?")
+
+    assert _objectives(executor_model)[::2] == [
+        "Objective:\nIs web up?",
+        "Objective:\nIs web up?\nFor context: [critic] said: Check again.",
+    ]
+
+
+async def test_a_carried_conversation_leaves_the_plan_executes_earlier_work_out_of_its_objective() -> (
+    None
+):
+    """A chat on a PlanExecute carried from run to run on ``result.messages``: every earlier
+    turn's plan, tool calls, step results and answer came back as the objective's ``For context``
+    lines. What the user asked stays."""
+    agent, executor_model = _checking_web()
+    runner = Runner(agent)
+    first = await runner.invoke("Is web up?")
+    second = await runner.invoke([*first.messages, Message.user("And now?")])
+
+    assert second.session["objective"] == "Is web up?\nAnd now?"
+    assert _objectives(executor_model)[::2] == [
+        "Objective:\nIs web up?",
+        "Objective:\nIs web up?\nAnd now?",
+    ]
