@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .messages import Message, MessageChunk, ToolCall
     from .tools.base import Tool, ToolContext, ToolResult
 
-__all__ = ["Hooks", "ModelRequest", "may_hook"]
+__all__ = ["Hooks", "ModelRequest", "annotate", "may_hook"]
 
 
 class _Answered(Exception):
@@ -167,6 +167,19 @@ class ModelRequest:
 _install_ported_names(ModelRequest, _REQUEST_HINTS)
 
 
+def annotate(
+    ctx: RunContext, attributes: Mapping[str, int], content: Mapping[str, str] | None = None
+) -> None:
+    """Set ``attributes`` on the span of the agent running at ``ctx`` (nothing when the run is
+    not traced), and ``content`` too when message content is captured (``CAPTURE_CONTENT_ENV``):
+    what a component that runs an agent in its place knows of the invocation and its span does
+    not (a ``PlanExecute`` step's place in its plan). An untraced run pays one ``is None``
+    test."""
+    hooks: Hooks | None = ctx._run.hooks
+    if hooks is not None:
+        hooks.annotate(ctx, attributes, content or {})
+
+
 class Hooks:
     """Pass-through hooks; subclasses override what they need."""
 
@@ -179,6 +192,12 @@ class Hooks:
     """Whether a ``before_agent`` callback of the run may answer for an agent (skipping it): a
     resume's check (``adk.workflows._check_turns_left``) cannot then tell that a step will ask
     its model."""
+
+    def annotate(
+        self, ctx: RunContext, attributes: Mapping[str, int], content: Mapping[str, str]
+    ) -> None:
+        """Attributes for the span of the agent running at ``ctx``, ``content`` only when
+        message content is captured (see ``annotate``, the function)."""
 
     async def agent_start(self, agent: Agent, ctx: RunContext, resumed: bool = False) -> Any:
         """Called before an agent runs (``resumed``: it continues after a pause); the return

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _hooks
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .tools.base import Tool, ToolContext, ToolResult
     from .tracing import _GenAITracing, _Measure
 
-__all__ = ["agent_hooks", "build_hooks"]
+__all__ = ["agent_hooks", "annotate", "build_hooks"]
 
 logger = logging.getLogger("adk.callbacks")
 
@@ -171,6 +171,22 @@ def _timed_out(frame: _Frame) -> ErrorInfo | None:
     return ErrorInfo("TimeoutError", reason) if reason is not None else None
 
 
+def annotate(
+    ctx: RunContext, attributes: dict[str, int], content: dict[str, str] | None = None
+) -> None:
+    """Set ``attributes`` on the span of the agent running at ``ctx`` (nothing when the run is
+    not traced), and ``content`` too when message content is captured (``CAPTURE_CONTENT_ENV``):
+    what a component that runs an agent in its place knows of the invocation and its span does
+    not (a ``PlanExecute`` step's place in its plan)."""
+    frame: _Frame | None = ctx._trace
+    span = frame.span if frame is not None else None
+    if span is None or not span.is_recording():
+        return
+    span.set_attributes(attributes)
+    if content and isinstance(ctx._run.hooks, _CapturingInstrumented):
+        span.set_attributes(content)
+
+
 def _otel_of(ctx: RunContext) -> Context | None:
     frame: _Frame | None = ctx._trace
     return frame.otel if frame is not None else None
@@ -200,6 +216,19 @@ class _Instrumented(Hooks):
         self._tools = chain if chain is not None and chain.wraps_tools else None
 
     # -- agents ---------------------------------------------------------------------------------
+    _captures = False  # message content goes on spans (``_CapturingInstrumented``)
+
+    def annotate(
+        self, ctx: RunContext, attributes: Mapping[str, int], content: Mapping[str, str]
+    ) -> None:
+        frame: _Frame | None = ctx._trace
+        span = frame.span if frame is not None else None
+        if span is None or not span.is_recording():
+            return
+        span.set_attributes(attributes)
+        if content and self._captures:
+            span.set_attributes(content)
+
     async def agent_start(
         self, agent: Agent, ctx: RunContext, resumed: bool = False
     ) -> _Frame | None:
@@ -524,6 +553,8 @@ class _CapturingInstrumented(_Instrumented):
     its ``invoke_agent`` span can record the last as ``gen_ai.output.messages``, which the
     conventions list (opt-in) on agent spans. A runner that does not capture content is built as
     ``_Instrumented``, whose ``agent_event`` does no more than before."""
+
+    _captures = True
 
     def agent_event(self, handle: _Frame | None, event: AgentEvent) -> None:
         super().agent_event(handle, event)

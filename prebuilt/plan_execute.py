@@ -66,6 +66,7 @@ from adk._aio import closing
 from adk._authors import Author, authors
 from adk._checks import check_count, checked_settings
 from adk._driver import NO_EVENT, drive
+from adk._hooks import annotate
 from adk._turns_left import first_askers
 from adk.checkpoint._state import SavedState
 from adk.events import _BREAK_HANDLED, _FORWARDED
@@ -405,6 +406,14 @@ class _Role:
         walk.agent(self.agent, ctx)
 
 
+_STEPS_DONE = "adk.plan.steps_done"
+_STEPS_LEFT = "adk.plan.steps_left"
+_STEP = "adk.plan.step"
+"""The attributes a role's span gets (docs/tracing.md): where its step stands in the plan, so a
+trace shows which step an ``invoke_agent executor`` span carried out (its spans are all named
+alike); the step's text only when message content is captured (a model wrote it)."""
+
+
 _STEP_SLOT = "plan_execute_step"
 """Where a step saves, at a pause, the state it started from (see ``_StepState``)."""
 
@@ -521,6 +530,7 @@ class _PlanStep(_Role):
         session[OBJECTIVE_KEY] = objective
         session[EXECUTED_STEPS_KEY] = []
         _put_plan(session, plan, home)
+        annotate(ctx, {_STEPS_DONE: 0, _STEPS_LEFT: len(plan.steps)})
 
 
 class _StepState:
@@ -663,6 +673,7 @@ class _ExecuteStep(_LoopStep):
         if not plan.steps:
             return  # nothing left to do; the replanner answers
         step = plan.steps[0]
+        annotate(ctx, {_STEPS_DONE: len(done), _STEPS_LEFT: len(plan.steps)}, {_STEP: step})
         request, agent_ctx, seen = self._begin(ctx, state)
         try:
             async with closing(drive(self.agent, request, agent_ctx)) as events:
@@ -701,6 +712,7 @@ class _ReplanStep(_LoopStep):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         state = _StepState(ctx, self.name)
         objective, plan, done = state.objective, state.plan, state.done
+        annotate(ctx, {_STEPS_DONE: len(done), _STEPS_LEFT: len(plan.steps)})
         request, agent_ctx, seen = self._begin(ctx, state)
         try:
             async with closing(drive(self.agent, request, agent_ctx)) as events:

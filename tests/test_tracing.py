@@ -657,6 +657,63 @@ async def test_plan_execute_roles_report_their_models(
     }
 
 
+@pytest.mark.parametrize("capture", [False, True])
+async def test_plan_execute_role_spans_say_where_their_step_stands_in_the_plan(
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+    capture: bool,
+) -> None:
+    """Every executor span was ``invoke_agent executor`` with nothing telling which step of the
+    plan it carried out (nor a replanner's which review): a trace of a long plan, or of a step
+    that paused and resumed, could not be read against the plan. The roles' spans say how many
+    steps were done and left as the step starts, and the executor's its step's text when content
+    is captured (a model wrote it)."""
+    if capture:
+        monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+
+    @adk.tool(require_approval=True)
+    def book(flight: str) -> str:
+        """Book a flight."""
+        return f"booked {flight}"
+
+    agent = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["pick AF1", "book AF1"]})])),
+        new_executor(
+            ScriptedModel(
+                ["AF1 it is.", Reply(tool_calls=[tool_call("book", {"flight": "AF1"})]), "Booked."]
+            ),
+            [book],
+        ),
+        new_replanner(ScriptedModel(["", "You are booked on AF1."])),
+    )
+    runner = Runner(agent, tracer_provider=provider)
+    paused = await runner.invoke("book me AF1")
+    assert paused.checkpoint_id is not None
+    await runner.invoke_resume(paused.checkpoint_id, True)
+
+    def where(span: ReadableSpan) -> tuple[Any, ...]:
+        attributes = dict(span.attributes or {})
+        return (
+            span.name.removeprefix("invoke_agent "),
+            attributes.get("adk.plan.steps_done"),
+            attributes.get("adk.plan.steps_left"),
+            attributes.get("adk.plan.step"),
+        )
+
+    roles = ("invoke_agent planner", "invoke_agent executor", "invoke_agent replanner")
+    spans = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
+    pick, book_step = ("pick AF1", "book AF1") if capture else (None, None)
+    assert [where(s) for s in spans if s.name in roles] == [
+        ("planner", 0, 2, None),
+        ("executor", 0, 2, pick),
+        ("replanner", 1, 1, None),
+        ("executor", 1, 1, book_step),  # paused
+        ("executor", 1, 1, book_step),  # resumed
+        ("replanner", 2, 0, None),
+    ]
+
+
 class _Holder(BaseAgent):
     """A custom agent keeping another agent, under another name, that it never runs."""
 
