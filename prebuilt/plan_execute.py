@@ -968,6 +968,9 @@ class PlanExecute(SequentialAgent):
                             answer = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            # Read before a PlanExecute around this one gets its state back: the error says
+            # where this one's plan stood.
+            left, finished = ctx.session.get(PLAN_KEY), ctx.session.get(EXECUTED_STEPS_KEY)
             if given is not None:
                 self._given.pop(_given_key(ctx, ctx.address), None)
             if around is not None:  # ended, or closed (a pause, an error, an exit, abandoned)
@@ -975,8 +978,20 @@ class PlanExecute(SequentialAgent):
         if not responded:
             raise MaxIterationsError(
                 f"plan-execute '{self.name}' exceeds max iterations ({self.max_iterations} "
-                "execute/replan rounds) without a response"
+                f"execute/replan rounds) without a response{_standing(left, finished)}"
             )
+
+
+def _standing(plan: object, done: object) -> str:
+    """Where the plan stood when the rounds ran out, for the error: a plan longer than
+    ``max_iterations`` (a planner's 200 steps against the default 10) cannot be carried out,
+    and the error said nothing of it."""
+    if not isinstance(plan, Plan) or not isinstance(done, list):
+        return ""
+    return (
+        f", with {len(plan.steps)} of the plan's steps left and {len(done)} done (a plan needs "
+        "a round per step: raise max_iterations, or have the planner write fewer steps)"
+    )
 
 
 def _given_key(ctx: RunContext, address: str) -> tuple[int, str]:

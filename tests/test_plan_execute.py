@@ -158,6 +158,26 @@ async def test_max_iterations_without_a_response_is_an_error() -> None:
     assert isinstance(last.exception, MaxIterationsError)
 
 
+async def test_a_plan_longer_than_max_iterations_says_how_much_was_left() -> None:
+    """A planner's plan of more steps than max_iterations allows rounds (200 against the default
+    10) ran its first steps, then failed saying only that the rounds ran out: nothing told that
+    the plan could not have been carried out within them."""
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json(*(f"step {i}" for i in range(1, 201)))])),
+        new_executor(ScriptedModel(["did it"], cycle=True)),
+        new_replanner(ScriptedModel([""], cycle=True)),  # keeps the plan
+        max_iterations=3,
+    )
+    events = [e async for e in Runner(agent).run("go")]
+    last = events[-1]
+    assert last.error is not None
+    assert last.error.message == (
+        "plan-execute 'plan_execute' exceeds max iterations (3 execute/replan rounds) without a "
+        "response, with 197 of the plan's steps left and 3 done (a plan needs a round per step: "
+        "raise max_iterations, or have the planner write fewer steps)"
+    )
+
+
 async def test_planner_without_a_plan_is_an_error() -> None:
     planner = new_planner(ScriptedModel(["no idea", "still no idea"]))
     agent = PlanExecute(planner, new_executor(ScriptedModel([])), new_replanner(ScriptedModel([])))
