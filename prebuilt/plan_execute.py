@@ -61,6 +61,7 @@ from adk import (
     SequentialAgent,
     ToolContext,
     ToolError,
+    ToolResult,
 )
 from adk._aio import closing
 from adk._authors import Author, authors
@@ -783,7 +784,7 @@ def _response() -> AgentEvent:
     return end
 
 
-def _update_plan(steps: list[str], ctx: ToolContext) -> str:
+def _update_plan(steps: list[str], ctx: ToolContext) -> ToolResult:
     """Replace the plan with the steps that still need to be done.
 
     Args:
@@ -808,7 +809,10 @@ def _update_plan(steps: list[str], ctx: ToolContext) -> str:
         address = address.rsplit("/", 1)[0]
     _tag(plan, ctx.address)
     ctx.session[PLAN_KEY] = plan
-    return f"Plan updated:\n{plan}"
+    # The plan rides the tool's event as its structured value (``metadata["structured"]``), so a
+    # UI following the plan from the events reads the new one, not its text parsed back. A copy:
+    # the tag above is the session's plan's, and the event's outlives the step.
+    return ToolResult(content=f"Plan updated:\n{plan}", structured=Plan(steps=cleaned))
 
 
 _DEFAULT_NAME = "plan_execute"

@@ -118,6 +118,27 @@ async def test_plan_execute_with_a_replan() -> None:
     assert "Remaining plan:\n(no steps)" in final_review
 
 
+async def test_update_plans_event_carries_the_new_plan_for_a_ui() -> None:
+    """A UI following the plan from the events had the replanner's new plan only as the text of
+    the update_plan tool's result ("Plan updated:\n1. ..."), to parse back; the tool's event
+    carries it as its structured value now, as a Plan, also in the event's JSON for a service
+    streaming the events."""
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a", "b")])),
+        new_executor(ScriptedModel(["did a", "did c"])),
+        new_replanner(ScriptedModel([update("c"), "Done."])),
+    )
+    result = await Runner(agent).invoke("go")
+
+    [event] = [
+        e for e in result.events if e.output is not None and e.output.tool_name == "update_plan"
+    ]
+    assert event.output is not None and event.output.message is not None
+    assert event.output.message.metadata["structured"] == Plan(steps=["c"])
+    assert event.to_dict()["output"]["message"]["metadata"]["structured"] == {"steps": ["c"]}
+    assert result.session["executed_steps"][-1] == ExecutedStep(step="c", result="did c")
+
+
 async def test_replanner_can_respond_before_the_plan_is_finished() -> None:
     agent = PlanExecute(
         new_planner(ScriptedModel([plan_json("a", "b", "c")])),
