@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .tools.base import Tool, ToolContext, ToolResult
     from .tracing import _GenAITracing, _Measure
 
-__all__ = ["agent_hooks", "annotate", "build_hooks"]
+__all__ = ["agent_hooks", "build_hooks"]
 
 logger = logging.getLogger("adk.callbacks")
 
@@ -169,22 +169,6 @@ def _timed_out(frame: _Frame) -> ErrorInfo | None:
         return None
     reason = timeout[1]()
     return ErrorInfo("TimeoutError", reason) if reason is not None else None
-
-
-def annotate(
-    ctx: RunContext, attributes: dict[str, int], content: dict[str, str] | None = None
-) -> None:
-    """Set ``attributes`` on the span of the agent running at ``ctx`` (nothing when the run is
-    not traced), and ``content`` too when message content is captured (``CAPTURE_CONTENT_ENV``):
-    what a component that runs an agent in its place knows of the invocation and its span does
-    not (a ``PlanExecute`` step's place in its plan)."""
-    frame: _Frame | None = ctx._trace
-    span = frame.span if frame is not None else None
-    if span is None or not span.is_recording():
-        return
-    span.set_attributes(attributes)
-    if content and isinstance(ctx._run.hooks, _CapturingInstrumented):
-        span.set_attributes(content)
 
 
 def _otel_of(ctx: RunContext) -> Context | None:
