@@ -72,6 +72,7 @@ from adk._turns_left import first_askers
 from adk.checkpoint._state import SavedState
 from adk.events import _BREAK_HANDLED, _FORWARDED
 from adk.history import _input_without_tool, _is_history_view
+from adk.tools.function import _ModelResult
 
 from ._instruction import InstructionProvider
 from ._output import parse_output
@@ -811,8 +812,10 @@ def _update_plan(steps: list[str], ctx: ToolContext) -> ToolResult:
     ctx.session[PLAN_KEY] = plan
     # The plan rides the tool's event as its structured value (``metadata["structured"]``), so a
     # UI following the plan from the events reads the new one, not its text parsed back. A copy:
-    # the tag above is the session's plan's, and the event's outlives the step.
-    return ToolResult(content=f"Plan updated:\n{plan}", structured=Plan(steps=cleaned))
+    # the tag above is the session's plan's, and the event's outlives the step. As a function
+    # tool's pydantic result is (``_ModelResult``): ``after_tool`` callbacks still get the text,
+    # a ``str``, as before, and one replacing it (a redaction) drops the plan beside it.
+    return _ModelResult(content=f"Plan updated:\n{plan}", structured=Plan(steps=cleaned))
 
 
 _DEFAULT_NAME = "plan_execute"

@@ -128,8 +128,11 @@ async def test_update_plans_event_carries_the_new_plan_for_a_ui() -> None:
         new_executor(ScriptedModel(["did a", "did c"])),
         new_replanner(ScriptedModel([update("c"), "Done."])),
     )
-    result = await Runner(agent).invoke("go")
+    seen: list[object] = []
+    watch = adk.Callbacks(after_tool=lambda ctx, call, result: seen.append(result))
+    result = await Runner(agent, callbacks=[watch]).invoke("go")
 
+    assert seen == ["Plan updated:\n1. c"]  # after_tool gets the text, as before
     [event] = [
         e for e in result.events if e.output is not None and e.output.tool_name == "update_plan"
     ]
