@@ -428,20 +428,43 @@ def tool_message(content: str, tool_call_id: str, name: str | None) -> Message:
     return Message(role=_TOOL, content=content, tool_call_id=tool_call_id, name=name)
 
 
+_CALL_ID_MARK = "-"
+"""What joins a call id and the number that makes it a call's own (``<id>-<n>``). Tool-call ids
+pyadk makes are letters, digits, ``_`` and ``-`` only, as Anthropic and AWS Bedrock take them
+(``^[a-zA-Z0-9_-]+$``, also behind an OpenAI-compatible proxy): ids made before were
+``<id>~<n>``, which a checkpoint or a history saved then still holds (ids are opaque in pyadk;
+the adapters send such an id as ``wire_call_id`` makes it)."""
+
+
 def _unique_call_ids(ids: Sequence[str]) -> list[str]:
     """The ids calls of one reply holding ``ids`` have once each has its own: the first of a
-    repeated id keeps it, a later one (or an empty one) is ``<id>~<place>``
+    repeated id keeps it, a later one (or an empty one) is ``<id>-<place>`` (``call-<place>``
+    for an empty one), a higher number where an id of the reply holds that one already
     (``unique_call_ids`` renames them so). Applied to ids made so, it gives them back unchanged:
     what a reply keeps by call id (``OpenAIChatModel``'s ``tool_call_extra_content``) is kept
     and found by these, whether the calls were renamed or not."""
     seen: set[str] = set()
     out: list[str] = []
+    held: set[str] | None = None  # the reply's own ids, read only when one is renamed (rare)
     for index, call_id in enumerate(ids):
         if call_id in seen or not call_id:
-            call_id = f"{call_id or 'call'}~{index}"
+            if held is None:
+                held = set(ids)
+            base, number = call_id or "call", index
+            call_id = f"{base}{_CALL_ID_MARK}{number}"
+            while call_id in seen or call_id in held:
+                number += 1
+                call_id = f"{base}{_CALL_ID_MARK}{number}"
         seen.add(call_id)
         out.append(call_id)
     return out
+
+
+def _old_unique_call_id(call_id: str, index: int) -> str:
+    """The id ``_unique_call_ids`` gave the ``index``-th call of a reply, holding ``call_id``,
+    before ids were made of letters, digits, ``_`` and ``-`` only: where a reply saved then keeps
+    what its server put on its calls (its metadata's keys)."""
+    return f"{call_id or 'call'}~{index}"
 
 
 class ToolCallChunk(BaseModel):

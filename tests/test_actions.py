@@ -1492,8 +1492,8 @@ async def test_paused_calls_sharing_an_id_and_tool_get_points_of_their_own() -> 
     paused = await runner.invoke("go", checkpoint_id="cp")
     assert paused.interrupt is not None
     first, second = paused.interrupt.points
-    assert first.id.endswith("/tool:pay#c") and second.id.endswith("/tool:pay#c~1")
-    assert requested == [["c", "c~1"]]  # an action watching the round sees the ids used
+    assert first.id.endswith("/tool:pay#c") and second.id.endswith("/tool:pay#c-1")
+    assert requested == [["c", "c-1"]]  # an action watching the round sees the ids used
 
     again = await runner.invoke_resume("cp", {second.id: {"approved": True}})
     assert again.interrupt is not None and [p.id for p in again.interrupt.points] == [first.id]
@@ -1501,10 +1501,10 @@ async def test_paused_calls_sharing_an_id_and_tool_get_points_of_their_own() -> 
     done = await runner.invoke_resume("cp", {first.id: {"approved": False}})
     assert done.text == "done" and PAID == [2]
     sent = model.requests[-1].messages
-    assert [c.id for c in sent[-3].tool_calls] == ["c", "c~1"]
+    assert [c.id for c in sent[-3].tool_calls] == ["c", "c-1"]
     assert [(m.tool_call_id, m.content) for m in sent[-2:]] == [
         ("c", "Error: the call to 'pay' was not approved"),
-        ("c~1", "paid 2"),
+        ("c-1", "paid 2"),
     ]
 
 
@@ -1532,12 +1532,12 @@ async def test_a_tool_request_an_action_sends_with_one_id_twice_pauses_per_call(
     assert paused.interrupt is not None
     assert [p.id.rsplit("/", 1)[1] for p in paused.interrupt.points] == [
         "tool:pay#p",
-        "tool:pay#p~1",
+        "tool:pay#p-1",
     ]
     answers = {p.id: {"approved": True} for p in paused.interrupt.points}
     done = await runner.invoke_resume("cp", answers)
     assert done.output == ["paid 1", "paid 2"] and PAID == [1, 2]
-    assert seen == [["p", "p~1"]]
+    assert seen == [["p", "p-1"]]
 
 
 async def test_a_checkpoint_without_answer_places_resumes_calls_sharing_an_id_by_tool_name() -> (

@@ -309,7 +309,7 @@ async def test_a_plain_approval_sent_again_is_refused_when_the_next_call_reuses_
     """As above, with a server that numbers each response's calls (``call_0``, as servers that
     send no ids do, and as pyadk names their calls): eve's payment came under the very id of
     bob's and paused at bob's point, so the second ``True`` paid eve. Her call now has an id of
-    its own in the run (``call_0~1``), so it pauses at a point of its own and the plain answer
+    its own in the run (``call_0-1``), so it pauses at a point of its own and the plain answer
     sent again is refused as for any other call."""
     prefix = f"office{os.urandom(4).hex()}:"
     LEDGER.clear()
@@ -322,7 +322,7 @@ async def test_a_plain_approval_sent_again_is_refused_when_the_next_call_reuses_
         return opened[-1]
 
     point = "agent:payables/tool:settle#call_0"
-    eve = "agent:payables/tool:settle#call_0~1"
+    eve = "agent:payables/tool:settle#call_0-1"
     paused = await replica().invoke("settle with bob", checkpoint_id="bills-2")
     assert paused.interrupt is not None and paused.interrupt.point_ids == [point]
     first = await replica().invoke_resume("bills-2", True)
@@ -373,7 +373,7 @@ async def test_a_keyed_approval_sent_again_does_not_approve_the_next_call_under_
         return opened[-1]
 
     bob = f"agent:payables/tool:{name}#call_0"
-    eve = f"agent:payables/tool:{name}#call_0~1"
+    eve = f"agent:payables/tool:{name}#call_0-1"
     paused = await replica().invoke("pay bob", checkpoint_id="bills-3")
     assert paused.interrupt is not None and paused.interrupt.point_ids == [bob], numbered
     first = await replica().invoke_resume("bills-3", {bob: True})
@@ -382,7 +382,7 @@ async def test_a_keyed_approval_sent_again_does_not_approve_the_next_call_under_
     asked = [
         call.id for e in first.events if e.message is not None for call in e.message.tool_calls
     ]
-    assert asked == ["call_0~1"]  # the event carries the id its pause has
+    assert asked == ["call_0-1"]  # the event carries the id its pause has
     assert [f"{name} bob 500"] == LEDGER
 
     with pytest.raises(ValueError) as refused:
@@ -396,7 +396,7 @@ async def test_a_keyed_approval_sent_again_does_not_approve_the_next_call_under_
     last = server.bodies[-1]["messages"]
     calls = [call["id"] for m in last if m["role"] == "assistant" for call in m["tool_calls"]]
     results = [m["tool_call_id"] for m in last if m["role"] == "tool"]
-    assert calls == results == ["call_0", "call_0~1"]  # each result paired with its own call
+    assert calls == results == ["call_0", "call_0-1"]  # each result paired with its own call
 
 
 async def test_a_plain_answer_to_a_question_asked_again_at_the_same_point_is_taken(

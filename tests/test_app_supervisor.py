@@ -467,7 +467,7 @@ async def test_a_second_pause_in_the_same_run_and_a_second_delegation(
     the boss delegates to it again and it pauses a third time, the server numbering its calls
     from ``call_0`` again: each pause is resumed under the same checkpoint id. The worker asked
     again sees its earlier calls in its input, so its new ``call_0`` pauses at a point of its
-    own (``#call_0~1``): the first approval sent again is refused, nothing refunded, and the
+    own (``#call_0-1``): the first approval sent again is refused, nothing refunded, and the
     request carries each call id once."""
     llm.script(*to_payments_and_refund("call_0", 1000))
     async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
@@ -488,7 +488,7 @@ async def test_a_second_pause_in_the_same_run_and_a_second_delegation(
         answer = {"agent:boss/agent:payments/tool:refund#call_1": "yes"}
         third = await app_runner(llm, mcp_process, store).invoke_resume(first.checkpoint_id, answer)
         assert third.interrupt is not None
-        assert third.interrupt.point_ids == ["agent:boss/agent:payments/tool:refund#call_0~1"]
+        assert third.interrupt.point_ids == ["agent:boss/agent:payments/tool:refund#call_0-1"]
         assert REFUNDS == [("A-1", 1000), ("A-1", 2000)]
         # The first approval clicked again is an answer already given, not the third refund's.
         asked = len(llm.requests)
@@ -508,7 +508,7 @@ async def test_a_second_pause_in_the_same_run_and_a_second_delegation(
     # The worker's last request pairs each result with one call: no id sent for two calls.
     last = llm.bodies[-2]
     ids = [c["id"] for m in last["messages"] for c in m.get("tool_calls") or ()]
-    assert "call_0~1" in ids and len(ids) == len(set(ids))
+    assert "call_0-1" in ids and len(ids) == len(set(ids))
 
 
 async def test_malformed_refund_arguments_are_the_models_to_correct_and_ask_nobody(

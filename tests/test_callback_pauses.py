@@ -902,7 +902,7 @@ async def test_a_later_call_at_the_same_address_is_asked_afresh(tmp_path: Path) 
     # A model that numbers every turn's calls alike (call_0): the second payment's call had the
     # first's address. The gate's answer to the first was kept with that call's approval pause;
     # once the first call ran, the second took it for its own and went to approval unasked.
-    # The second call now has an id of its own in the run (call_0~1, test_point_ids_unique.py),
+    # The second call now has an id of its own in the run (call_0-1, test_point_ids_unique.py),
     # so its address differs too; the gate still asks it afresh.
     desk = Desk(gated=frozenset({"pay"}))
 
@@ -935,7 +935,7 @@ async def test_a_later_call_at_the_same_address_is_asked_afresh(tmp_path: Path) 
         ("gate", "call_0", None),
         ("gate", "call_0", ("resumed", "go")),
         ("gate", "call_0", ("resumed", "go")),  # its answer again at the approval's resume
-        ("gate", "call_0~1", None),  # the second call: a first call for the gate
-        ("gate", "call_0~1", ("resumed", "go")),
-        ("gate", "call_0~1", ("resumed", "go")),
+        ("gate", "call_0-1", None),  # the second call: a first call for the gate
+        ("gate", "call_0-1", ("resumed", "go")),
+        ("gate", "call_0-1", ("resumed", "go")),
     ]

@@ -118,19 +118,19 @@ async def test_a_pause_writes_what_was_written_before() -> None:
     holds it. (The two branches' entries interleave as their tools, run in worker threads,
     happen to finish, so they are compared without their order numbers.) But for one id: the
     analyst's publish call, named ``call_1`` by the scripted model as its second lookup was,
-    has an id of its own in the run since (``call_1~1``, test_point_ids_unique.py)."""
+    has an id of its own in the run since (``call_1-1``, test_point_ids_unique.py)."""
     store = InMemoryCheckpointStore()
     paused = await Runner(tree(), store).invoke("Sum up Q3.")
     assert paused.checkpoint_id is not None
-    assert paused.interrupt is not None and paused.interrupt.point_ids[0].endswith("#call_1~1")
+    assert paused.interrupt is not None and paused.interrupt.point_ids[0].endswith("#call_1-1")
     data = await store.get(paused.checkpoint_id)
     assert data is not None
     now, before = _body(data), _body(FIXTURE.read_bytes())
     assert len(now["history"]) == len(before["history"]) > 10
     entries = list(map(_unnumbered, now["history"]))
-    renamed = [entry for entry in entries if '"id": "call_1~1"' in entry]
+    renamed = [entry for entry in entries if '"id": "call_1-1"' in entry]
     assert len(renamed) == 1 and '"name": "publish"' in renamed[0]
-    entries = [entry.replace('"id": "call_1~1"', '"id": "call_1"') for entry in entries]
+    entries = [entry.replace('"id": "call_1-1"', '"id": "call_1"') for entry in entries]
     assert sorted(entries) == sorted(map(_unnumbered, before["history"]))
     assert now["root_input"] == before["root_input"]
 

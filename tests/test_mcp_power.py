@@ -725,7 +725,7 @@ async def test_parallel_sampled_calls_sharing_an_id_are_told_apart_for_the_serve
     ``unique_call_ids`` is there for them): its two parallel calls went to the server as two
     ``tool_use`` blocks of one id, which the server answered and sent back, and the client refused
     its own reply in the next request ('two tool_use blocks have id'), ending the server's loop. A
-    repeated id is made the call's own, ``<id>~<place>``, as a ``ReActAgent``'s is."""
+    repeated id is made the call's own, ``<id>-<place>``, as a ``ReActAgent``'s is."""
     model = ScriptedModel(
         [
             Reply(
@@ -743,10 +743,10 @@ async def test_parallel_sampled_calls_sharing_an_id_are_told_apart_for_the_serve
     assert (answer.is_error, answer.content) == (False, "Sunny in both. (endTurn, 3 messages)")
     _, second = model.requests
     (proposed,) = [m for m in second.messages if m.tool_calls]
-    assert [c.id for c in proposed.tool_calls] == ["call_0", "call_0~1"]
+    assert [c.id for c in proposed.tool_calls] == ["call_0", "call_0-1"]
     assert [(m.tool_call_id, m.content) for m in second.messages if m.role == "tool"] == [
         ("call_0", "forecast.today: sunny in Oslo"),
-        ("call_0~1", "forecast.today: sunny in Rome"),
+        ("call_0-1", "forecast.today: sunny in Rome"),
     ]
 
 
@@ -773,10 +773,10 @@ async def test_sampled_call_ids_stay_unique_across_the_rounds_of_one_conversatio
     assert (answer.is_error, answer.content) == (False, "Sunny in both. (endTurn, 5 messages)")
     third = model.requests[2]
     ids = [c.id for m in third.messages for c in m.tool_calls]
-    assert ids == ["call_0", "call_0~0"]
+    assert ids == ["call_0", "call_0-0"]
     assert [(m.tool_call_id, m.content) for m in third.messages if m.role == "tool"] == [
         ("call_0", "forecast.today: sunny in Oslo"),
-        ("call_0~0", "forecast.today: sunny in Rome"),
+        ("call_0-0", "forecast.today: sunny in Rome"),
     ]
 
 

@@ -352,7 +352,7 @@ async def test_a_thought_signature_goes_back_with_a_call_given_an_id_of_its_own(
     streaming: bool,
 ) -> None:
     """The next reply's call under the id of the call before (``call_0``, a server numbering
-    each response's calls) gets an id of its own in the run, ``call_0~1``: what the server put
+    each response's calls) gets an id of its own in the run, ``call_0-1``: what the server put
     on it (Gemini's thought signature) is kept under that id and sent back on it, and each
     result goes back under its own call's id."""
 
@@ -372,19 +372,19 @@ async def test_a_thought_signature_goes_back_with_a_call_given_an_id_of_its_own(
             result = await runner.invoke("1+2, then 3+4")
             assert result.text == "done"
     replies = [m for m in result.messages if m.tool_calls]
-    assert [[call.id for call in m.tool_calls] for m in replies] == [["call_0"], ["call_0~1"]]
+    assert [[call.id for call in m.tool_calls] for m in replies] == [["call_0"], ["call_0-1"]]
     assert [m.metadata["tool_call_extra_content"] for m in replies] == [
         {"call_0": {"google": {"thought_signature": "c2lnbmF0dXJl-1"}}},
-        {"call_0~1": {"google": {"thought_signature": "c2lnbmF0dXJl-2"}}},
+        {"call_0-1": {"google": {"thought_signature": "c2lnbmF0dXJl-2"}}},
     ]
     last = server.bodies[2]["messages"]
     sent = [call for m in last if m.get("tool_calls") for call in m["tool_calls"]]
-    assert [call["id"] for call in sent] == ["call_0", "call_0~1"]
+    assert [call["id"] for call in sent] == ["call_0", "call_0-1"]
     assert [call["extra_content"]["google"]["thought_signature"] for call in sent] == [
         "c2lnbmF0dXJl-1",
         "c2lnbmF0dXJl-2",
     ]
-    assert [m["tool_call_id"] for m in last if m["role"] == "tool"] == ["call_0", "call_0~1"]
+    assert [m["tool_call_id"] for m in last if m["role"] == "tool"] == ["call_0", "call_0-1"]
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -413,7 +413,7 @@ async def test_a_responses_call_under_a_reused_id_goes_back_under_its_own(
     items = server.bodies[2]["input"]
     calls = [item["call_id"] for item in items if item.get("type") == "function_call"]
     outputs = [item for item in items if item.get("type") == "function_call_output"]
-    assert calls == [item["call_id"] for item in outputs] == ["call_0", "call_0~1"]
+    assert calls == [item["call_id"] for item in outputs] == ["call_0", "call_0-1"]
     assert [item["output"] for item in outputs] == ["3", "7"]
 
 
@@ -818,7 +818,7 @@ async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer
 async def test_calls_given_ids_of_their_own_keep_what_the_server_put_on_them() -> None:
     """A server that gives two calls of one answer the same id, each with what it wants back
     (``extra_content``): the reply kept them by id, the second over the first, and once the
-    agent gave the second call an id of its own (``unique_call_ids``, ``dup~1``) the first call
+    agent gave the second call an id of its own (``unique_call_ids``, ``dup-1``) the first call
     went back with the second's and the second with none. Each is kept by the id the call has
     once ids are made unique, and found so whether they were or not."""
 
@@ -838,12 +838,12 @@ async def test_calls_given_ids_of_their_own_keep_what_the_server_put_on_them() -
             result = await Runner(ReActAgent("calc", model, tools=[add])).invoke("1+2, 3+4?")
             assert result.text == "3, 7"
             reply = next(m for m in result.messages if m.tool_calls)
-            assert [c.id for c in reply.tool_calls] == ["dup", "dup~1"]
+            assert [c.id for c in reply.tool_calls] == ["dup", "dup-1"]
             # a reply whose ids were not made unique (a caller of generate) sends them alike
             plain = await model.generate([Message.user("1+2, 3+4?")], tools=[ADD])
     signed = [{"google": {"thought_signature": "s"}}, {"google": {"thought_signature": "s-1"}}]
     sent = server.bodies[1]["messages"][1]["tool_calls"]
-    assert [c["id"] for c in sent] == ["dup", "dup~1"]
+    assert [c["id"] for c in sent] == ["dup", "dup-1"]
     assert [c.get("extra_content") for c in sent] == signed
     assert [c.id for c in plain.tool_calls] == ["dup", "dup"]
     (wire,) = chat_messages([plain])
@@ -882,8 +882,8 @@ async def test_streamed_calls_sharing_an_id_stay_apart(
     (wire,) = chat_messages([message])
     assert [(c["id"], c.get("extra_content")) for c in wire["tool_calls"]] == [
         ("dup", {"google": {"thought_signature": "s"}}),
-        ("dup~1", {"google": {"thought_signature": "s-1"}}),
-        ("dup~2", {"google": {"thought_signature": "s-2"}}),
+        ("dup-1", {"google": {"thought_signature": "s-1"}}),
+        ("dup-2", {"google": {"thought_signature": "s-2"}}),
     ]
 
 
@@ -957,7 +957,7 @@ async def test_tool_call_ids_go_as_mistral_takes_them_once_refused(
     length of 9." (langchain-ai/langchain#24668; vllm-project/vllm#12332, whose own parser made
     ``chatcmpl-tool-...`` ids it then refused; through OpenRouter "Provider returned error" with
     Mistral's answer in ``metadata.raw``, openclaw/openclaw#57672). Ids another server made, or
-    pyadk's own (``call_0`` for a call that came without one, ``call~1`` for a repeated one),
+    pyadk's own (``call_0`` for a call that came without one, ``call_0-1`` for a repeated one),
     failed the second turn of every tool loop with HTTP 400. Once refused, each id is sent as
     nine letters and digits made from it, the same on the call and on its result, for this and
     every later call; an id that already is one goes as it is, and the run keeps the ids."""

@@ -6,7 +6,7 @@ A model (a server numbering each response's calls ``call_0``, or a scripted one 
 reply's call the same id) could give its next call the id of the call just answered: that call
 paused under the same point id, so an approval keyed by that id and sent twice (a double click,
 a retried webhook) approved the next call, which nobody was shown. A call whose id an earlier
-call of the conversation holds now gets one of its own (``<id>~<n>``): in a ``ReActAgent``
+call of the conversation holds now gets one of its own (``<id>-<n>``): in a ``ReActAgent``
 (streamed or not, nested in an ``AgentTool`` too) and in an ``ActionAgent``'s chat. The wire
 cases (a real OpenAI-protocol server) are in tests/test_app_back_office.py.
 """
@@ -82,10 +82,10 @@ async def test_a_react_agents_next_call_under_the_same_id_pauses_at_a_point_of_i
         enable_streaming=streaming,
     )
     point = "agent:payables/tool:settle#"
-    await _double_click(runner, point + "c1", point + "c1~1")
-    third = await runner.invoke_resume("cid", {point + "c1~1": True})
-    assert third.interrupt is not None and third.interrupt.point_ids == [point + "c1~2"]
-    events = runner.resume("cid", {point + "c1~2": True})
+    await _double_click(runner, point + "c1", point + "c1-1")
+    third = await runner.invoke_resume("cid", {point + "c1-1": True})
+    assert third.interrupt is not None and third.interrupt.point_ids == [point + "c1-2"]
+    events = runner.resume("cid", {point + "c1-2": True})
     async for _ in events:
         pass
     assert PAID == PAYEES
@@ -93,7 +93,7 @@ async def test_a_react_agents_next_call_under_the_same_id_pauses_at_a_point_of_i
     messages = run_messages(events)
     calls = [call.id for m in messages for call in m.tool_calls]
     results = [m.tool_call_id for m in messages if m.role == Role.TOOL]
-    assert calls == results == ["c1", "c1~1", "c1~2"]
+    assert calls == results == ["c1", "c1-1", "c1-2"]
 
 
 async def test_a_streamed_replys_event_encoded_as_its_stream_ends_carries_the_calls_own_id() -> (
@@ -127,9 +127,9 @@ async def test_a_streamed_replys_event_encoded_as_its_stream_ends_carries_the_ca
                 results.append(message["tool_call_id"])
             if event.action is not None and event.action.interrupted is not None:
                 resume = {event.action.interrupted.points[0].id: True}
-    assert calls == ["c1", "c1~1", "c1~2"]
-    assert results == ["c1", "c1~1"]
-    assert resume == {point + "c1~2": True}
+    assert calls == ["c1", "c1-1", "c1-2"]
+    assert results == ["c1", "c1-1"]
+    assert resume == {point + "c1-2": True}
 
 
 async def test_an_agent_tools_inner_call_under_the_same_id_pauses_at_a_point_of_its_own() -> None:
@@ -147,7 +147,7 @@ async def test_an_agent_tools_inner_call_under_the_same_id_pauses_at_a_point_of_
         InMemoryCheckpointStore(),
     )
     point = "agent:desk/tool:payables#o1/agent:payables/tool:settle#"
-    await _double_click(runner, point + "c1", point + "c1~1")
+    await _double_click(runner, point + "c1", point + "c1-1")
 
 
 SENT: list[list[Message]] = []
@@ -175,15 +175,15 @@ async def test_a_loops_next_iteration_under_the_same_id_pauses_at_a_point_of_its
         InMemoryCheckpointStore(),
     )
     point = "agent:loop/agent:payables/tool:settle#"
-    await _double_click(runner, point + "c1", point + "c1~1")
-    done = await runner.invoke_resume("cid", {point + "c1~1": True})
+    await _double_click(runner, point + "c1", point + "c1-1")
+    done = await runner.invoke_resume("cid", {point + "c1-1": True})
     assert done.interrupt is None and PAID == ["bob", "eve"]
     # eve's result carries her call's id, and the model was sent each call paired with its own
     messages = [e.output.message for e in done.events if e.output and e.output.message]
-    assert [m.tool_call_id for m in messages if m.role == Role.TOOL] == ["c1~1"]
+    assert [m.tool_call_id for m in messages if m.role == Role.TOOL] == ["c1-1"]
     sent = SENT[-1]
     calls = [call.id for m in sent for call in m.tool_calls]
-    assert calls == [m.tool_call_id for m in sent if m.role == Role.TOOL] == ["c1", "c1~1"]
+    assert calls == [m.tool_call_id for m in sent if m.role == Role.TOOL] == ["c1", "c1-1"]
 
 
 class _Desk(ActionAgent):
@@ -215,7 +215,7 @@ async def test_an_action_agents_next_call_under_the_same_id_pauses_at_a_point_of
     await runner.aclose()
     PAID.clear()
     runner = Runner(_Desk(), InMemoryCheckpointStore())
-    await _double_click(runner, first, first + "~1")
+    await _double_click(runner, first, first + "-1")
 
 
 class _TwoChats(ActionAgent):
@@ -259,8 +259,8 @@ async def test_an_action_agents_later_chat_under_the_same_id_pauses_at_a_point_o
     sent twice approved eve's."""
     runner = Runner(_TwoChats(), InMemoryCheckpointStore())
     point = "agent:desk/action:builtin.tools/tool:settle#"
-    await _double_click(runner, point + "c1", point + "c1~1")
-    done = await runner.invoke_resume("cid", {point + "c1~1": True})
+    await _double_click(runner, point + "c1", point + "c1-1")
+    done = await runner.invoke_resume("cid", {point + "c1-1": True})
     assert done.text == "settled" and PAID == ["bob", "eve"]
 
 
@@ -283,12 +283,12 @@ async def test_an_action_agents_chat_call_under_an_id_its_request_holds_gets_one
     None
 ):
     """The chat's first reply calls ``c1`` again, which the request's messages hold: it pauses
-    at ``#c1~1``, and the chat's history carries each call id once."""
+    at ``#c1-1``, and the chat's history carries each call id once."""
     runner = Runner(_DeskAskedAgain(), InMemoryCheckpointStore())
     paused = await runner.invoke("settle", checkpoint_id="cid")
     assert paused.interrupt is not None
     [point] = paused.interrupt.point_ids
-    assert point.endswith("/tool:settle#c1~1")
+    assert point.endswith("/tool:settle#c1-1")
     assert paused.interrupt.points[0].info["arguments"]["payee"] == "eve"
     again = await runner.invoke_resume("cid", {point: True})
     assert again.interrupt is not None and again.interrupt.point_ids == [point[:-1] + "2"]
@@ -315,9 +315,9 @@ async def test_a_pause_saved_under_a_reused_id_resumes_by_its_old_point_id() -> 
     assert [entry.point_ids for entry in await runner.pending()] == [[point]]
     third = await runner.invoke_resume("old-1", {point: True})
     assert PAID == ["eve"]
-    assert third.interrupt is not None and third.interrupt.point_ids == [point + "~1"]
+    assert third.interrupt is not None and third.interrupt.point_ids == [point + "-1"]
     assert third.interrupt.points[0].info["arguments"]["payee"] == "carol"
-    done = await runner.invoke_resume("old-1", {point + "~1": False})
+    done = await runner.invoke_resume("old-1", {point + "-1": False})
     assert done.text == "all settled" and PAID == ["eve"]
 
 
@@ -327,7 +327,7 @@ async def test_an_action_agents_streamed_chat_encoded_as_its_stream_ends_carries
     """A streaming run shows each chat's reply as it comes (``chat_streamed``); a service
     encodes that event as soon as its stream is read, before the action goes on: the joined
     message it sends carries the id the call pauses under, as a ``ReActAgent``'s does, else the
-    client shown eve's call under ``c1`` is asked to approve ``#c1~1``, a call it never saw."""
+    client shown eve's call under ``c1`` is asked to approve ``#c1-1``, a call it never saw."""
     runner = Runner(_TwoChats(), InMemoryCheckpointStore(), enable_streaming=True)
     point = "agent:desk/action:builtin.tools/tool:settle#"
     calls: list[str] = []
@@ -349,6 +349,6 @@ async def test_an_action_agents_streamed_chat_encoded_as_its_stream_ends_carries
                 resume = {points[-1]: True}
         if resume is None:
             break
-    assert points == [point + "c1", point + "c1~1"]
-    assert calls == ["c1", "c1~1"]
+    assert points == [point + "c1", point + "c1-1"]
+    assert calls == ["c1", "c1-1"]
     assert PAID == ["bob", "eve"]

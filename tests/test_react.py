@@ -1149,14 +1149,14 @@ async def test_calls_sharing_an_id_get_ids_of_their_own() -> None:
     paused = await runner.invoke("go")
     assert paused.interrupt is not None
     [point] = paused.interrupt.points
-    assert point.id.endswith("tool:pay#c~1")
+    assert point.id.endswith("tool:pay#c-1")
 
     done = await runner.invoke_resume(paused.checkpoint_id, True)
 
     assert done.text == "done"
     sent = model.requests[1].messages
-    assert [c.id for c in sent[-3].tool_calls] == ["c", "c~1"]
-    assert sorted((m.tool_call_id, m.content) for m in sent[-2:]) == [("c", "3"), ("c~1", "paid 5")]
+    assert [c.id for c in sent[-3].tool_calls] == ["c", "c-1"]
+    assert sorted((m.tool_call_id, m.content) for m in sent[-2:]) == [("c", "3"), ("c-1", "paid 5")]
 
 
 class _GenerateOnly:

@@ -302,7 +302,7 @@ def _run_call_ids(run: _ActionRun, messages: list[Message]) -> dict[str, None]:
 async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentEvent, None] | None:
     """Run a ``ToolRequestEvent``'s calls concurrently and answer with one ``ToolResponseEvent``.
 
-    Calls that share an id are given ids of their own first (``<id>~<place>``, in place). A call to a tool the request does not allow, or that no resource provides, is answered with an
+    Calls that share an id are given ids of their own first (``<id>-<place>``, in place). A call to a tool the request does not allow, or that no resource provides, is answered with an
     error message the model can read. A call that interrupts pauses the run; on resume only the
     calls still open run again (the finished ones' answers are saved with the pause).
 

@@ -57,7 +57,7 @@ from mcp.types import (
 from opentelemetry import context as otel_context  # loaded by the mcp package already
 
 from ..context import generate_counted
-from ..messages import Message, Role, ToolCall
+from ..messages import _CALL_ID_MARK, Message, Role, ToolCall
 from ..models.base import ChatModel, ModelOptions, model_name_of
 from ..tools.base import ToolSpec
 from ._content import blocks_message, result_of
@@ -428,19 +428,23 @@ class _SampledTools:
         ``ChatModel`` of one's own may leave it out) is given ``call_<place>``, as the OpenAI
         adapters give theirs; one repeating an earlier call's, of this reply or of the
         conversation's earlier rounds (``used``, the request's ``tool_use`` ids: a model server
-        numbering every reply's calls from ``call_0``), is made ``<id>~<place>`` (a higher
-        number where that is taken too), as ``unique_call_ids`` makes a ``ReActAgent``'s."""
-        uses: list[ToolUseContent] = []
+        numbering every reply's calls from ``call_0``), is made ``<id>-<place>`` (a higher
+        number where that is taken too, by the conversation or by a call of this reply), as
+        ``unique_call_ids`` makes a ``ReActAgent``'s."""
+        uses = [self._use_of(call, position) for position, call in enumerate(calls)]
         seen: set[str] = set(used)
-        for position, call in enumerate(calls):
-            use = self._use_of(call, position)
+        held: set[str] | None = None  # the reply's own ids, read only when one is renamed
+        for position, use in enumerate(uses):
             if use.id in seen:
+                if held is None:
+                    held = {other.id for other in uses}
                 base, number = use.id, position
-                while f"{base}~{number}" in seen:
+                renamed = f"{base}{_CALL_ID_MARK}{number}"
+                while renamed in seen or renamed in held:
                     number += 1
-                use.id = f"{base}~{number}"
+                    renamed = f"{base}{_CALL_ID_MARK}{number}"
+                use.id = renamed
             seen.add(use.id)
-            uses.append(use)
         return uses
 
     def _use_of(self, call: ToolCall, position: int) -> ToolUseContent:

@@ -27,7 +27,7 @@ from ..checkpoint.codec import STRUCTURED, CheckpointError
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent, _type_name
 from ..interrupts import Interrupt, _InterruptSignal, _ResumePlan, join_address, tool_segment
-from ..messages import Message, ToolCall, _unique_call_ids, tool_message
+from ..messages import _CALL_ID_MARK, Message, ToolCall, _unique_call_ids, tool_message
 from .base import (
     Tool,
     ToolContext,
@@ -166,7 +166,7 @@ def tool_failure(exc: BaseException, name: str, tool_ctx: ToolContext) -> ToolRe
 
 def unique_call_ids(calls: Sequence[ToolCall]) -> None:
     """Give calls of one reply that share an id (servers that number every call "call_0", or
-    send none) ids of their own, ``<id>~<place>``: results are matched to calls, and pauses
+    send none) ids of their own, ``<id>-<place>``: results are matched to calls, and pauses
     addressed, by id. In place, so the reply the history recorded, the results and the next request
     carry the same ids (``_unique_call_ids``, by which the adapter keeps what a server put on a
     call). Used by ``ReActAgent`` and the event-driven tool action alike."""
@@ -189,7 +189,8 @@ def calls_seen(messages: Sequence[Message]) -> dict[str, None]:
 
 def own_call_ids(reply: Message, calls: Sequence[ToolCall], seen: dict[str, None]) -> None:
     """Give a reply's calls whose id an earlier call of the same conversation holds (``seen``)
-    ids of their own, ``<id>~<n>`` with the least ``n`` from 1 that no call holds, and add every
+    ids of their own, ``<id>-<n>`` with the least ``n`` from 1 that no call holds (of the
+    conversation, ``seen``, or of the reply: a server's own ``call_0-1`` keeps it), and add every
     call's id to ``seen``. A server that numbers each response's calls from ``call_0`` (and pyadk
     itself for a server sending none) gives the model's next call the id of the call just
     answered: its pause would be the same interrupt point, so an answer sent twice (a double
@@ -202,9 +203,11 @@ def own_call_ids(reply: Message, calls: Sequence[ToolCall], seen: dict[str, None
         if given in seen:
             taken = {other.id for other in calls}  # a later call of this reply keeps its own
             number = 1
-            while f"{given}~{number}" in seen or f"{given}~{number}" in taken:
+            renamed = f"{given}{_CALL_ID_MARK}{number}"
+            while renamed in seen or renamed in taken:
                 number += 1
-            call.id = renamed = f"{given}~{number}"
+                renamed = f"{given}{_CALL_ID_MARK}{number}"
+            call.id = renamed
             _rekey_extras(reply, given, renamed)
             seen[renamed] = None
         else:
