@@ -228,6 +228,10 @@ class OpenAIServer:
     refuses, any but nine ASCII letters and digits, in an assistant's call or a tool message: with
     Mistral's own 400 (``"mistral"``, its flat error object) or as OpenRouter passes it on
     (``"openrouter"``, "Provider returned error" with Mistral's answer in ``metadata.raw``).
+    ``"anthropic"`` refuses, in a Chat or a Responses request, an id Anthropic and AWS Bedrock
+    refuse (any but ``^[a-zA-Z0-9_-]+$``, or longer than 64 as some proxies check), as OpenRouter
+    passes Anthropic's 400 on ("Provider returned error", its answer in ``metadata.raw``:
+    "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'").
 
     ``thought_signatures`` answers as Gemini 3 does through its OpenAI endpoint: the first tool
     call of each answer carries a thought signature (``Reply.signature``), and a Chat request
@@ -451,7 +455,12 @@ class OpenAIServer:
             if lost is not None:
                 await self._send_json(writer, 400, lost)
                 return True
-        if self.tool_ids is not None and target == "/v1/chat/completions":
+        if self.tool_ids == "anthropic":
+            refused_id = _bad_anthropic_id(body)
+            if refused_id is not None:
+                await self._send_json(writer, 400, refused_id)
+                return True
+        elif self.tool_ids is not None and target == "/v1/chat/completions":
             refused_id = _bad_mistral_id(body, self.tool_ids)
             if refused_id is not None:
                 await self._send_json(writer, 400, refused_id)
@@ -820,6 +829,42 @@ def _bad_mistral_id(body: Any, style: str) -> dict[str, Any] | None:
                 "error": {"message": "Provider returned error", "code": 400, "metadata": metadata}
             }
         return error
+    return None
+
+
+_ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _bad_anthropic_id(body: Any) -> dict[str, Any] | None:
+    """The 400 document of a proxy passing on Anthropic's refusal of a tool-call id (see
+    ``OpenAIServer.tool_ids``), or None when every id of the Chat or Responses request passes."""
+    places: list[tuple[str, object]] = []
+    if isinstance(body, dict):
+        for index, message in enumerate(body.get("messages") or ()):
+            for call in message.get("tool_calls") or ():
+                places.append((f"messages.{index}.content.0.tool_use.id", call.get("id")))
+            if message.get("role") == "tool":
+                where = f"messages.{index}.content.0.tool_result.tool_use_id"
+                places.append((where, message.get("tool_call_id")))
+        for index, item in enumerate(
+            body.get("input") or () if isinstance(body.get("input"), list) else ()
+        ):
+            if item.get("type") == "function_call":
+                places.append((f"messages.{index}.content.0.tool_use.id", item.get("call_id")))
+            elif item.get("type") == "function_call_output":
+                where = f"messages.{index}.content.0.tool_result.tool_use_id"
+                places.append((where, item.get("call_id")))
+    for where, call_id in places:
+        if isinstance(call_id, str) and _ANTHROPIC_ID.fullmatch(call_id):
+            continue
+        said = f"{where}: String should match pattern '^[a-zA-Z0-9_-]+$'"
+        if isinstance(call_id, str) and len(call_id) > 64:
+            said = f"{where}: String should have at most 64 characters"
+        raw = json.dumps(
+            {"type": "error", "error": {"type": "invalid_request_error", "message": said}}
+        )
+        metadata = {"raw": raw, "provider_name": "Anthropic"}
+        return {"error": {"message": "Provider returned error", "code": 400, "metadata": metadata}}
     return None
 
 

@@ -13,16 +13,20 @@ from ..messages import (
     Role,
     ToolCall,
     ToolCallChunk,
+    _old_unique_call_id,
     _unique_call_ids,
     parts_as_text,
 )
 from ..tools.base import ToolSpec
 from ._openai_common import (
+    FITTING_IDS,
     arguments_text,
+    base62,
     chat_part,
     content_parts,
     error_detail,
     field_of,
+    fits_wire,
     function_choice_name,
     identity_of,
     in_band_status,
@@ -36,6 +40,7 @@ from ._openai_common import (
     unknown_role,
     unusable_reply,
     usage_of,
+    wire_call_ids,
     without_tool_fields,
 )
 from .base import ModelError, ModelOptions
@@ -103,9 +108,6 @@ def _begins_another(last: dict[str, Any], piece: dict[str, Any]) -> bool:
     return bool(piece.get("text") or piece.get("summary") or piece.get("signature"))
 
 
-_ID_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-
 def short_call_id(call_id: str) -> str:
     """``call_id`` in the form Mistral's validator (``mistral_common``: its API, vLLM's
     ``--tokenizer-mode mistral``) takes, nine ASCII letters and digits: as it is if it is one,
@@ -114,13 +116,7 @@ def short_call_id(call_id: str) -> str:
     not a worry)."""
     if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
         return call_id
-    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).digest()
-    number = int.from_bytes(digest[:8], "big")
-    out = []
-    for _ in range(9):
-        number, digit = divmod(number, 62)
-        out.append(_ID_CHARACTERS[digit])
-    return "".join(out)
+    return base62(hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).digest(), 9)
 
 
 KEPT_FIELDS = ("extra_content", "reasoning_details")
@@ -165,8 +161,11 @@ def chat_messages(
     messages with tool calls carry it as ``reasoning_content``, ``""`` when they have none. Without
     ``send_parts`` (``parts="text"``: a text-only server) no content part but text is sent: a
     message's parts are the placeholders in its text (:func:`parts_as_text`), and a tool round
-    is followed by no user message of parts. With ``short_ids`` (a server that refused an id,
-    as Mistral does) each tool-call id goes as :func:`short_call_id` makes it. What a reply's
+    is followed by no user message of parts. A tool-call id that does not fit what Anthropic and
+    Bedrock take (``fits_wire``: an earlier pyadk's ``<id>~<n>``, a server's with ``.`` or ``:``,
+    more than 64 characters) goes as ``wire_call_ids`` makes it, the same for a call and its
+    result; one that fits goes as it is. With ``short_ids`` (a server that refused an id, as
+    Mistral does) each goes as :func:`short_call_id` makes it. What a reply's
     metadata keeps to be sent back (Gemini's ``extra_content`` on its calls, OpenRouter's
     ``reasoning_details``) goes back on it, unless ``send_kept`` is off (a server that refused
     them: :data:`KEPT_FIELDS`) or the message came from a model or server other than ``origin``
@@ -176,6 +175,7 @@ def chat_messages(
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
     rounds: list[tuple[int, list[str]]] = []  # replies of several calls: results_in_call_order
+    wire_ids: dict[str, str] | None = None  # ids that do not fit, as they go (wire_call_ids)
     for position, message in enumerate(messages):
         role = message.role
         if attached is not None and role != _TOOL:
@@ -191,21 +191,35 @@ def chat_messages(
                 tag = metadata.get(KEPT_FROM, origin)
                 kept = tag == origin or (server is not None and tag == server)
             if message.tool_calls:
-                entry["tool_calls"] = calls = [
-                    {
-                        "id": short_call_id(call.id) if short_ids else call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments or "{}"},
-                    }
-                    for call in message.tool_calls
-                ]
+                calls = []
+                for call in message.tool_calls:
+                    call_id = call.id
+                    if short_ids:
+                        call_id = short_call_id(call_id)
+                    elif call_id not in FITTING_IDS and not fits_wire(call_id):
+                        # rare: an id an earlier pyadk made (``<id>~<n>``), a server's with ``:``
+                        if wire_ids is None:
+                            wire_ids = wire_call_ids(messages)
+                        call_id = wire_ids[call_id]
+                    calls.append(
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                        }
+                    )
+                entry["tool_calls"] = calls
                 extras = metadata.get(EXTRA_CONTENT) if kept else None
                 if type(extras) is dict:
                     # kept by the id each call has once ids are made unique (as the agent makes
                     # them: a reply's calls may share one), found so whether they were or not
-                    ids = _unique_call_ids([call.id for call in message.tool_calls])
-                    for call_id, wire in zip(ids, calls, strict=True):
+                    given = [call.id for call in message.tool_calls]
+                    ids = _unique_call_ids(given)
+                    for index, (call_id, wire) in enumerate(zip(ids, calls, strict=True)):
                         extra = extras.get(call_id)
+                        if extra is None and call_id != given[index]:
+                            # a reply saved by an earlier pyadk keeps it under its old form
+                            extra = extras.get(_old_unique_call_id(given[index], index))
                         if extra is not None:
                             wire["extra_content"] = extra
                 if send_reasoning:
@@ -221,6 +235,10 @@ def chat_messages(
             call_id = require_tool_call_id(message, position)
             if short_ids:
                 call_id = short_call_id(call_id)
+            elif call_id not in FITTING_IDS and not fits_wire(call_id):
+                if wire_ids is None:
+                    wire_ids = wire_call_ids(messages)
+                call_id = wire_ids[call_id]
             if message.parts and not send_parts:
                 text = parts_as_text(message.content, message.parts)
                 out.append({"role": "tool", "tool_call_id": call_id, "content": text})

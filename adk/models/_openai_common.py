@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from .._fastmodel import fast_builder
@@ -341,6 +343,85 @@ def json_schema_of(response_format: dict[str, Any]) -> dict[str, Any] | None:
         out["description"] = spec["description"]
     if spec.get("strict") is not None:
         out["strict"] = bool(spec["strict"])
+    return out
+
+
+_WIRE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}").fullmatch
+
+FITTING_IDS: dict[str, None] = {}
+"""Tool-call ids ``fits_wire`` found fitting, at most ``_FITTING_KEPT`` (emptied when full):
+a conversation sends every id again at each request, and a look here (~0.2k instructions)
+costs a tenth of the pattern's match. Callers ask ``call_id in FITTING_IDS or
+fits_wire(call_id)``."""
+
+_FITTING_KEPT = 4096
+
+
+def fits_wire(call_id: str) -> bool:
+    """Whether a tool-call id goes to a server as it is: letters, digits, ``_`` and ``-``, 1 to
+    64 of them, the ids Anthropic and AWS Bedrock take (``tool_use.id: String should match
+    pattern '^[a-zA-Z0-9_-]+$'``, also behind OpenRouter, LiteLLM or another OpenAI-compatible
+    proxy; some proxies refuse more than 64). OpenAI's ``call_...``, vLLM's
+    ``chatcmpl-tool-...``, Anthropic's ``toolu_...`` and the ids pyadk makes (``call_0``,
+    ``<id>-<n>``) fit; an id made by an earlier pyadk (``<id>~<n>``, in a checkpoint or a saved
+    history), a server's with ``.``, ``:`` or ``|`` in it, or a longer one, does not."""
+    if _WIRE_ID(call_id) is None:
+        return False
+    if len(FITTING_IDS) >= _FITTING_KEPT:
+        FITTING_IDS.clear()
+    FITTING_IDS[call_id] = None
+    return True
+
+
+_NOT_WIRE = re.compile(r"[^A-Za-z0-9_-]")
+
+_BASE62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def base62(data: bytes, length: int) -> str:
+    """``length`` letters and digits made from the first 8 bytes of ``data`` (a digest)."""
+    number = int.from_bytes(data[:8], "big")
+    out = []
+    for _ in range(length):
+        number, digit = divmod(number, 62)
+        out.append(_BASE62[digit])
+    return "".join(out)
+
+
+def _wire_form(call_id: str, salt: int) -> str:
+    """``call_id`` as an id that fits (``fits_wire``): its first 24 characters, each that does not
+    fit made ``_`` (``call`` for an empty id), ``-`` and 10 letters and digits of the SHA-256 of
+    the id (with ``salt`` before it, past 0), at most 35 characters (OpenAI itself takes at most
+    40 in a Chat request)."""
+    head = _NOT_WIRE.sub("_", call_id[:24]) or "call"
+    text = call_id if not salt else f"{salt}\n{call_id}"
+    return f"{head}-{base62(hashlib.sha256(text.encode('utf-8', 'surrogatepass')).digest(), 10)}"
+
+
+def wire_call_ids(messages: Sequence[Message]) -> dict[str, str]:
+    """Each tool-call id of ``messages`` (an assistant's call or a tool message's) that does not
+    fit (``fits_wire``), with the id it is sent as: made from the id alone (``_wire_form``), so a
+    call and its result, sent apart, and every later request carry the same, unless that is an id
+    of the request already (one sent as it is, or another's made so), when it is made again with a
+    salt; the ids are taken in sorted order, so the request's order does not matter. Read only
+    for a request holding such an id: the adapters call it at the first one they meet."""
+    fitting: set[str] = set()
+    odd: set[str] = set()
+    for message in messages:
+        ids = [call.id for call in message.tool_calls]
+        if message.tool_call_id is not None:
+            ids.append(message.tool_call_id)
+        for call_id in ids:
+            (fitting if call_id in FITTING_IDS or fits_wire(call_id) else odd).add(call_id)
+    out: dict[str, str] = {}
+    for call_id in sorted(odd):
+        salt = 0
+        wire = _wire_form(call_id, salt)
+        while wire in fitting:
+            salt += 1
+            wire = _wire_form(call_id, salt)
+        fitting.add(wire)
+        out[call_id] = wire
     return out
 
 

@@ -15,7 +15,9 @@ from typing import Any
 from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, parts_as_text
 from ..tools.base import ToolSpec
 from ._openai_common import (
+    FITTING_IDS,
     arguments_text,
+    fits_wire,
     function_choice_name,
     identity_of,
     in_band_status,
@@ -28,6 +30,7 @@ from ._openai_common import (
     unknown_role,
     unusable_reply,
     usage_of,
+    wire_call_ids,
     without_tool_fields,
 )
 from .base import ModelError, ModelOptions
@@ -52,26 +55,36 @@ def responses_input(
     """Input items. System messages stay in place as ``system`` items (rather than ``instructions``)
     so their order relative to the conversation is kept. Without ``send_parts`` (``parts="text"``)
     a message's parts are the placeholders in its text (:func:`parts_as_text`), no content item
-    but text is sent."""
+    but text is sent. A tool-call id that does not fit (``fits_wire``) goes as ``wire_call_ids``
+    makes it, the same for a call and its output; one that fits goes as it is."""
     out: list[dict[str, Any]] = []
     rounds: list[tuple[int, list[str]]] = []  # replies of several calls: results_in_call_order
+    wire_ids: dict[str, str] | None = None  # ids that do not fit, as they go (wire_call_ids)
     for position, message in enumerate(messages):
         role = message.role
         if role == _ASSISTANT:
             calls = message.tool_calls
             if message.content or not calls:
                 out.append({"role": "assistant", "content": message.content})
-            out.extend(
-                {
-                    "type": "function_call",
-                    "call_id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments or "{}",
-                }
-                for call in calls
-            )
+            sent: list[str] = []
+            for call in calls:
+                call_id = call.id
+                if call_id not in FITTING_IDS and not fits_wire(call_id):
+                    # rare: an id an earlier pyadk made (``<id>~<n>``), a server's with ``:``
+                    if wire_ids is None:
+                        wire_ids = wire_call_ids(messages)
+                    call_id = wire_ids[call_id]
+                sent.append(call_id)
+                out.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call_id,
+                        "name": call.name,
+                        "arguments": call.arguments or "{}",
+                    }
+                )
             if len(calls) > 1:
-                rounds.append((len(out), [call.id for call in calls]))
+                rounds.append((len(out), sent))
         elif role == _TOOL:
             output: str | list[dict[str, Any]] = message.content
             if message.parts and not send_parts:
@@ -81,13 +94,12 @@ def responses_input(
                     [{"type": "input_text", "text": message.content}] if message.content else []
                 )
                 output.extend(responses_part(part) for part in message.parts)
-            out.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": require_tool_call_id(message, position),
-                    "output": output,
-                }
-            )
+            call_id = require_tool_call_id(message, position)
+            if call_id not in FITTING_IDS and not fits_wire(call_id):
+                if wire_ids is None:
+                    wire_ids = wire_call_ids(messages)
+                call_id = wire_ids[call_id]
+            out.append({"type": "function_call_output", "call_id": call_id, "output": output})
         elif role in _PLAIN_ROLES:
             if message.parts and role == _USER and not send_parts:
                 text = parts_as_text(message.content, message.parts)

@@ -1,0 +1,209 @@
+"""Tool-call ids every provider takes.
+
+Anthropic and AWS Bedrock (also behind OpenRouter, LiteLLM or another OpenAI-compatible proxy)
+take tool-call ids matching only ``^[a-zA-Z0-9_-]+$`` (some proxies: at most 64 characters).
+pyadk made ids of its own as ``<id>~<n>`` (a server numbering each reply's calls ``call_0``, two
+calls of a reply sharing one), and a history holding one, carried to such a provider (a model
+switch, a fallback model, a resume with another model configured), was refused with a 400 and
+the run failed; so was a history holding another server's id with ``.``, ``:`` or ``|`` (Kimi's
+``functions.add:0``) or a longer one. Ids pyadk makes are now ``<id>-<n>``, and the adapter
+sends an id that does not fit as one made from it (the same for a call and its result, in every
+request), leaving ids that fit as they are. The server here refuses as OpenRouter passes
+Anthropic's refusal on (``OpenAIServer(tool_ids="anthropic")``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import wire_model
+from openai_server import Call, OpenAIServer, Reply
+
+import adk
+from adk import Message, Role, Runner
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.messages import ToolCall
+from adk.models._openai_chat import chat_messages
+from adk.models._openai_responses import responses_input
+from adk.tools._executor import own_call_ids, unique_call_ids
+from prebuilt import ReActAgent
+
+FITS = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+PAID: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _nothing_paid_yet() -> None:
+    PAID.clear()
+
+
+@adk.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@adk.tool(require_approval=True)
+def settle(payee: str, cents: int) -> str:
+    """Settle."""
+    PAID.append(payee)
+    return f"settled {cents} with {payee}"
+
+
+def _sent_ids(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(kind, id)`` of each call and result a Chat or Responses request carried, in order."""
+    if "messages" in body:
+        out = []
+        for message in body["messages"]:
+            out.extend(("call", call["id"]) for call in message.get("tool_calls") or ())
+            if message["role"] == "tool":
+                out.append(("result", message["tool_call_id"]))
+        return out
+    kinds = {"function_call": "call", "function_call_output": "result"}
+    return [(kinds[i["type"]], i["call_id"]) for i in body["input"] if i.get("type") in kinds]
+
+
+def _history(*ids: str) -> list[Message]:
+    """A conversation of one round of calls under ``ids``, each answered, then a question."""
+    calls = [
+        ToolCall(id=i, name="add", arguments=f'{{"a": {n}, "b": 1}}') for n, i in enumerate(ids)
+    ]
+    results = [Message.tool(str(n + 1), tool_call_id=i, name="add") for n, i in enumerate(ids)]
+    return [
+        Message.user("add them"),
+        Message.assistant("", tool_calls=calls),
+        *results,
+        Message.assistant("1, 2, 3"),
+        Message.user("and again?"),
+    ]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_history_holding_ids_another_provider_refuses_goes_through(api: str) -> None:
+    """An earlier pyadk's ``call_0~1``, Kimi's ``functions.add:0``, an id with ``|`` and one of
+    80 characters: each goes as an id that fits, the same on its call and its result and in
+    the next request; OpenAI's own ``call_...`` goes as it is."""
+    own = "call_Xq7bH2kLm9Pz0aRtY3uVwE1s"
+    odd = ["call_0~1", "functions.add:0", "toolu|01", "x" * 80]
+    history = _history(own, *odd)
+    server = OpenAIServer(tool_ids="anthropic", default=Reply(text="the same"))
+    async with server, wire_model(server, api) as model:
+        first = await model.generate(history)
+        second = await model.generate([*history, first, Message.user("once more?")])
+    assert first.content == second.content == "the same"  # neither refused
+    assert len(server.requests) == 2
+    sent = [_sent_ids(body) for body in server.bodies]
+    calls = [i for kind, i in sent[0] if kind == "call"]
+    results = [i for kind, i in sent[0] if kind == "result"]
+    assert calls == results  # each result under its call's id
+    assert calls[0] == own  # one that fits goes as it is
+    assert all(FITS.fullmatch(i) for i in calls) and len(set(calls)) == 5
+    assert all(len(i) <= 40 for i in calls[1:])  # OpenAI's own limit in a Chat request
+    assert sent[1] == sent[0]  # every later request alike
+    assert [m.tool_call_id for m in history if m.role == Role.TOOL] == [own, *odd]  # kept
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_run_whose_server_reuses_ids_goes_to_a_provider_taking_only_fitting_ids(
+    api: str,
+) -> None:
+    """A server numbering each reply's calls ``call_0`` (and two calls of one reply under one id):
+    the run gives each call an id of its own, which Anthropic behind a proxy takes (pyadk's
+    ``call_0~1`` was refused, the run failing at its second tool round)."""
+    async with OpenAIServer(tool_ids="anthropic") as server:
+        server.script(
+            Reply(tool_calls=[Call("add", '{"a": 1, "b": 2}', id="call_0")]),
+            Reply(
+                tool_calls=[
+                    Call("add", '{"a": 3, "b": 4}', id="call_0"),
+                    Call("add", '{"a": 5, "b": 6}', id="call_0"),
+                ]
+            ),
+            Reply(text="3, 7, 11"),
+        )
+        async with wire_model(server, api) as model:
+            result = await Runner(ReActAgent("calc", model, tools=[add])).invoke("sums?")
+    assert result.text == "3, 7, 11"
+    assert len(server.requests) == 3  # none refused
+    ids = [i for kind, i in _sent_ids(server.bodies[2]) if kind == "call"]
+    assert ids == ["call_0", "call_0-2", "call_0-1"]  # pyadk's own, sent as they are
+    assert [m.tool_call_id for m in result.messages if m.role == Role.TOOL] == ids
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "main_6e2d7a1_tilde_call_id_pause.ckpt"
+"""Saved by pyadk 6e2d7a1 (ids of its own made ``<id>~<n>``): a ``ReActAgent`` whose model gave
+every call the id ``c1`` paid bob (``#c1``, approved), then paused at ``#c1~1`` for eve."""
+
+
+async def test_a_pause_saved_with_an_old_form_id_resumes_by_its_point_id_through_such_a_provider() -> (
+    None
+):
+    """The checkpoint is listed and answered by the point id it was saved with; the resumed
+    run's requests (to a provider taking only fitting ids) carry ``c1~1`` as one that fits, the
+    same in each; the model's next call under ``c1`` pauses at a point of its own, and the old
+    point id sent again is refused as answered."""
+    store = InMemoryCheckpointStore()
+    await store.put("old", FIXTURE.read_bytes())
+    point = "agent:payables/tool:settle#c1"
+    async with OpenAIServer(tool_ids="anthropic") as server:
+        server.script(
+            Reply(tool_calls=[Call("settle", '{"payee": "carol", "cents": 5}', id="c1")]),
+            Reply(text="all settled"),
+        )
+        async with wire_model(server, "chat") as model:
+            runner = Runner(ReActAgent("payables", model, tools=[settle]), store)
+            assert [entry.point_ids for entry in await runner.pending()] == [[point + "~1"]]
+            third = await runner.invoke_resume("old", {point + "~1": True})
+            assert PAID == ["eve"]
+            assert third.interrupt is not None and third.interrupt.point_ids == [point + "-1"]
+            with pytest.raises(ValueError, match="already answered by an earlier resume"):
+                await runner.invoke_resume("old", {point + "~1": True})
+            done = await runner.invoke_resume("old", {point + "-1": False})
+    assert done.text == "all settled" and PAID == ["eve"]
+    first, second = (_sent_ids(body) for body in server.bodies)
+    assert all(FITS.fullmatch(i) for _, i in first + second)
+    old = first[2][1]  # bob's c1, its result, then eve's c1~1 as sent
+    assert first == [("call", "c1"), ("result", "c1"), ("call", old), ("result", old)]
+    assert second == [*first, ("call", "c1-1"), ("result", "c1-1")]
+
+
+def test_ids_of_ones_own_never_take_an_id_a_call_of_the_reply_holds() -> None:
+    """``<id>-<n>`` could be a server's own id (``~`` was no server's): a renamed call takes the
+    next number instead, and the server's call keeps its id."""
+    calls = [ToolCall(id=i, name="add") for i in ("a", "a", "a-1")]
+    unique_call_ids(calls)
+    assert [c.id for c in calls] == ["a", "a-2", "a-1"]
+    reply = Message.assistant("", tool_calls=[ToolCall(id=i, name="add") for i in ("c1", "c1-1")])
+    seen = {"c1": None}
+    own_call_ids(reply, reply.tool_calls, seen)
+    assert [c.id for c in reply.tool_calls] == ["c1-2", "c1-1"]
+    assert list(seen) == ["c1", "c1-2", "c1-1"]
+
+
+def test_an_id_made_to_fit_never_takes_an_id_the_request_holds() -> None:
+    """Made from the id alone, unless the request holds that one already (an id that fits, sent
+    as it is): then made again, and the two stay apart."""
+    (made,) = [i for kind, i in _sent_ids({"messages": chat_messages(_history("c~1"))})[:1]]
+    both = chat_messages(_history(made, "c~1"))
+    ids = [i for kind, i in _sent_ids({"messages": both}) if kind == "call"]
+    assert ids[0] == made and ids[1] != made and FITS.fullmatch(ids[1])
+    items = responses_input(_history(made, "c~1"))
+    assert [i for kind, i in _sent_ids({"input": items}) if kind == "call"] == ids
+
+
+def test_what_a_reply_saved_before_keeps_under_an_old_form_id_goes_back_on_its_call() -> None:
+    """A reply of two calls under one id kept by an earlier pyadk, unrenamed (a caller of
+    ``generate``), holds what its server put on the second call under ``dup~1``: it goes back on
+    that call still."""
+    signed = [{"google": {"thought_signature": "s"}}, {"google": {"thought_signature": "s-1"}}]
+    reply = Message(
+        role=Role.ASSISTANT,
+        tool_calls=[ToolCall(id="dup", name="add"), ToolCall(id="dup", name="add")],
+        metadata={"tool_call_extra_content": {"dup": signed[0], "dup~1": signed[1]}},
+    )
+    (wire,) = chat_messages([reply])
+    assert [c.get("extra_content") for c in wire["tool_calls"]] == signed
