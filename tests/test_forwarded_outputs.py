@@ -8,11 +8,29 @@ called such a tool in turn answered with the message it was shown rather than it
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 from conftest import ScriptAgent
 from test_interrupts import Asker
 
-from adk import AgentTool, Message, Resources, Runner, SequentialAgent
+import adk
+from adk import (
+    Agent,
+    AgentEvent,
+    AgentInput,
+    AgentTool,
+    BaseAgent,
+    Message,
+    Resources,
+    RunContext,
+    Runner,
+    SequentialAgent,
+)
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -121,3 +139,88 @@ async def test_a_resumed_run_pausing_again_in_the_tool_keeps_the_callers_output(
         return resumed.output, resumed.text
 
     assert await paused_twice(True) == await paused_twice(False)
+
+
+class _Shown:
+    """An output a test can watch die (a weak reference), as a forwarded stream's chunks would."""
+
+
+class _Shows(BaseAgent):
+    """Shows ``count`` custom outputs, each watched in ``watched``, then answers."""
+
+    def __init__(self, name: str, count: int, watched: list[weakref.ref[_Shown]]) -> None:
+        super().__init__(name, "Shows its progress.")
+        self.count, self.watched = count, watched
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        for _ in range(self.count):
+            value = _Shown()
+            self.watched.append(weakref.ref(value))
+            yield AgentEvent.custom(value)
+            del value
+        yield AgentEvent.of("shown all")
+
+
+@adk.tool(require_approval=True)
+def start() -> str:
+    """Start the work."""
+    return "started"
+
+
+def _nest(depth: int, watched: list[weakref.ref[_Shown]], pause_first: bool) -> ReActAgent:
+    """``depth`` levels: ReActAgents each calling the next as a forwarding AgentTool, the last
+    an agent showing 20 outputs; the outermost first asks for approval when ``pause_first``."""
+    agent: Agent = _Shows(f"level{depth}", 20, watched)
+    for level in range(depth - 1, 0, -1):
+        script: list[Reply | str] = [
+            Reply(tool_calls=[tool_call(agent.name, {"request": "go"})]),
+            f"level{level} done",
+        ]
+        tools: list[Any] = [AgentTool(agent, emit_inner_events=True)]
+        if level == 1 and pause_first:
+            script.insert(0, Reply(tool_calls=[tool_call("start")]))
+            tools.append(start)
+        agent = ReActAgent(f"level{level}", ScriptedModel(script), tools=tools, description="d")
+    assert isinstance(agent, ReActAgent)
+    return agent
+
+
+@pytest.mark.parametrize("how", ["run", "resume"])
+async def test_the_events_a_streamed_run_was_shown_are_not_kept_by_the_run(how: str) -> None:
+    """Every event an AgentTool showed was kept by the run it was shown in until that run
+    ended (``_RunState.forwarded``), for the collector of ``invoke`` to tell its own output
+    from them; but ``runner.run``'s and ``runner.resume``'s reader has each event as it comes,
+    and an AgentTool's nested run has no collector: each shown output (a forwarded stream with
+    every chunk) was held once per enclosing level, so a long streamed run showing a
+    sub-agent's replies grew by all of them while its reader had long let them go."""
+    watched: list[weakref.ref[_Shown]] = []
+    runner = Runner(_nest(4, watched, pause_first=how == "resume"))
+    if how == "run":
+        events = runner.run("hi")
+    else:
+        paused = await runner.invoke("hi")
+        assert paused.checkpoint_id is not None
+        events = runner.resume(paused.checkpoint_id, True)
+    alive = None
+    async with contextlib.aclosing(events):
+        async for event in events:
+            if event.message is not None and event.message.content == "level1 done":
+                del event
+                gc.collect()
+                # The run goes on (its last event is still to come): the shown ones let go.
+                alive = [ref for ref in watched if ref() is not None]
+    assert len(watched) == 20
+    assert alive == []
+
+
+async def test_invoke_still_tells_its_own_output_from_what_it_was_shown_at_depth() -> None:
+    # invoke's run keeps what it was shown (its collector reads it): the run's output is its
+    # own last message, the shown ones stamped with the whole path.
+    watched: list[weakref.ref[_Shown]] = []
+    result = await Runner(_nest(4, watched, pause_first=False)).invoke("hi")
+    shown = [e for e in result.events if len(e.run_path) == 4]
+    assert len(shown) == 21 and shown[0].run_path == ("level1", "level2", "level3", "level4")
+    assert [e.output.custom for e in shown[:20] if e.output is not None] == [
+        ref() for ref in watched
+    ]
+    assert result.text == "level1 done"
