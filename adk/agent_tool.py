@@ -395,11 +395,11 @@ class AgentTool:
         outer_path = (*ctx.run_path, *event.run_path)
         # The copy shares the output: a stream only shown (``shown_only``) stays so outside.
         shown = dataclasses.replace(event, run_path=outer_path, action=None, _flags=_FORWARDED)
-        # The run it is shown in finds its output without it (``runner._own_output``).
         run = ctx.run_context._run
-        if run.forwarded is None:
-            run.forwarded = [shown]
-        else:
-            run.forwarded.append(shown)
+        if run.keeps_shown:  # its collector finds its output without it (``runner._own_output``)
+            if run.forwarded is None:
+                run.forwarded = [shown]
+            else:
+                run.forwarded.append(shown)
         ctx._emit(shown)
         return True

@@ -214,6 +214,7 @@ class _RunState(_Lane):
         "designated",
         "forwarded",
         "hooks",
+        "keeps_shown",
         "nested",
         "options",
         "outer_path",
@@ -249,8 +250,14 @@ class _RunState(_Lane):
     # copies themselves, not their flags, which the drivers clear as the next event comes (a
     # resumed run's collector reads them after), and not their ids, which a copy dropped by
     # some layer could pass on to a later event. Held until the run ends, as a collected run's
-    # events are anyway.
+    # events are anyway; kept only where ``keeps_shown`` says a collector will read them.
     forwarded: list[AgentEvent] | None
+    # Whether a collector (``invoke``, ``invoke_resume``) reads this run's ``forwarded``. Not
+    # the run of ``Runner.run``/``resume``, whose reader has each event and keeps what it wants,
+    # nor an ``AgentTool``'s nested run: there the copies were held for nothing until the run
+    # ended, each shown output (a forwarded stream with all its chunks) once per enclosing
+    # level, so a long streamed run showing a sub-agent's replies grew by every one of them.
+    keeps_shown: bool
     hooks: Any
     resources: Any
     _run_id: str | None
@@ -344,6 +351,7 @@ def new_run(
     run.abandoned = False
     run.paused = False
     run.forwarded = None
+    run.keeps_shown = False
     run.hooks = hooks
     run.resources = resources
     run._run_id = run_id

@@ -713,6 +713,7 @@ class Runner(AsyncCloseable):
         if late_global and _OTEL in _MODULES:
             self._set_since()
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
+        run.keeps_shown = True  # its collector reads what an AgentTool showed (``_own_output``)
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
             if agent_options is not None:
@@ -848,7 +849,9 @@ class Runner(AsyncCloseable):
             self._check_designated(agent_options)
         limit = None if max_turns is None else _max_turns(max_turns)
         box: list[RunContext] = []
-        resumed = self._resume(checkpoint_id, resume, box, given, options_given, max_turns=limit)
+        resumed = self._resume(
+            checkpoint_id, resume, box, given, options_given, max_turns=limit, collected=True
+        )
         return await _collect(resumed, box)
 
     async def _invoke_resume_on(
@@ -860,7 +863,14 @@ class Runner(AsyncCloseable):
         ``max_turns`` as for ``resume``, checked by the caller."""
         box: list[RunContext] = []
         resumed = self._resume(
-            checkpoint_id, resume, box, session, None, own_session=True, max_turns=max_turns
+            checkpoint_id,
+            resume,
+            box,
+            session,
+            None,
+            own_session=True,
+            max_turns=max_turns,
+            collected=True,
         )
         return await _collect(resumed, box)
 
@@ -1322,7 +1332,10 @@ class Runner(AsyncCloseable):
         options: tuple[Mapping[str, Any], Any] | None = None,
         own_session: bool = False,
         max_turns: int | None = None,
+        collected: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
+        """``collected``: ``_collect`` reads the run's events (``invoke_resume``), and so what an
+        ``AgentTool`` showed in it (``_RunState.keeps_shown``)."""
         _check_resume_id(checkpoint_id)  # by the first __anext__, as a missing checkpoint is
         baseline = run_started()  # cancellations its task had pending: not the run's
         try:
@@ -1330,7 +1343,15 @@ class Runner(AsyncCloseable):
                 # Closed before the claim ends: a resume left early finishes its cleanup
                 # (cancelling its tool calls) while it still holds the checkpoint.
                 resumed = self._resume_claimed(
-                    checkpoint_id, resume, run_box, session, claim, options, own_session, max_turns
+                    checkpoint_id,
+                    resume,
+                    run_box,
+                    session,
+                    claim,
+                    options,
+                    own_session,
+                    max_turns,
+                    collected,
                 )
                 try:
                     async with closing(resumed) as events:
@@ -1351,6 +1372,7 @@ class Runner(AsyncCloseable):
         options: tuple[Mapping[str, Any], Any] | None = None,
         own_session: bool = False,
         max_turns: int | None = None,
+        collected: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         data = await _from_store(self.checkpoint_store.get(checkpoint_id), "get", checkpoint_id)
         if data is None:
@@ -1419,6 +1441,7 @@ class Runner(AsyncCloseable):
         if snapshot.trace is not None:
             plan.resumed_from = (snapshot.trace, checkpoint_id)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
+        run.keeps_shown = collected
         # What the resumed run finishes before anything else can fail (an approved call's
         # result) is recorded in the checkpoint through it, so a later resume does not run it
         # again (``adk.checkpoint._progress``); the checkpoint is finished as it was last written.
