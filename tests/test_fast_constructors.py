@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from adk import (
     AgentEvent,
     AgentInput,
+    AgentTool,
     BaseAgent,
     Message,
     RunContext,
@@ -170,3 +171,19 @@ async def test_internal_objects_made_by_their_functions_have_every_field_set() -
     assert _all_set(_new_round([], []))
     react = ReActAgent("r", ScriptedModel(["done"]))
     assert _all_set(react._core._turn(ctx, 0))
+
+
+async def test_an_event_an_agent_tool_shows_has_every_field_set() -> None:
+    # Made field by field per enclosing AgentTool for every event shown: what
+    # ``dataclasses.replace`` made, the inner event with its path extended and no action.
+    inner = _Seen("inner")
+    inner.description = "Answers."
+    model = ScriptedModel([Reply(tool_calls=[tool_call("inner", {"request": "go"})]), "done"])
+    agent = ReActAgent("outer", model, tools=[AgentTool(inner, emit_inner_events=True)])
+    result = await Runner(agent).invoke("hi")
+    shown = [event for event in result.events if event.run_path == ("outer", "inner")]
+    assert len(shown) == 1 and _all_set(shown[0])
+    assert shown[0] == AgentEvent(
+        agent_name="inner", run_path=("outer", "inner"), output=shown[0].output
+    )
+    assert shown[0].message == Message.assistant("inner done")
