@@ -59,6 +59,7 @@ class _Progress:
     __slots__ = (
         "_failed",
         "_lock",
+        "_queued",
         "body",
         "checkpoint_id",
         "claim",
@@ -88,6 +89,9 @@ class _Progress:
         self._lock: asyncio.Lock | None = None  # made at the first record: most resumes make none
         # The addresses whose write failed: not tried again (see ``record``).
         self._failed: set[str] | None = None
+        # The records waiting to be written, in the order they were asked for: whoever takes
+        # the lock next writes them all in one write (see ``record``).
+        self._queued: list[_Queued] = []
 
     def body_of(self, stored: bytes | None) -> dict[str, Any] | None:
         """The body of ``stored`` if it is this resume's checkpoint: as loaded or last written,
@@ -173,35 +177,86 @@ class _Progress:
         appending to shared lists (calls that ended together) has the first write hold and settle
         them all, and a later record with nothing new to write (each key holds its value and the
         points are settled) writes nothing (True), told before the claim is looked at: a claim lost
-        since that write does not make it a warning."""
+        since that write does not make it a warning. Records asked for while one is written (or in
+        the same step of the event loop), at any address (the branches of a ``ParallelAgent``),
+        are written together in one write by the first to take the lock (``_write_queued``);
+        each ``record`` returns once its own is written."""
         if self._lock is None:
             self._lock = asyncio.Lock()
-        slot = ctx.address
-        async with self._lock:  # parallel branches record one after the other, each on the last
-            if self._failed is not None and slot in self._failed:
-                return False
-            try:
-                await self._write(ctx, values, settles)
-            except Exception as exc:  # a store's own errors too (see the docstring)
-                if self._failed is None:
-                    self._failed = set()
-                self._failed.add(slot)
-                logger.warning(
-                    "could not record %s in checkpoint %r, which this resume goes on without: "
-                    "%s; until the resume finishes (and deletes the checkpoint), resuming the "
-                    "checkpoint again runs that again",
-                    what,
-                    self.checkpoint_id,
-                    exc,
-                )
-                return False
-        return True
+        mine = _Queued(ctx, values, settles)
+        self._queued.append(mine)
+        try:
+            # Written with the records asked for meanwhile, in one write: each wrote the whole
+            # checkpoint, one after the other, so k branches of a fan-out approved at once wrote
+            # it k times, the checkpoint itself growing with the fan-out (quadratic).
+            async with self._lock:
+                if mine.outcome is None:  # not written yet by the holder before
+                    # One step of the loop first, for the calls ending in this one (branches
+                    # whose approved calls return at once) to join: a store whose write does
+                    # not wait (the in-memory one) would have each written alone.
+                    await asyncio.sleep(0)
+                    await self._write_queued()
+        finally:
+            if mine.outcome is None:  # cancelled before it was written: not written
+                self._queued.remove(mine)
+        outcome = mine.outcome
+        if outcome is True or outcome is False:
+            return outcome
+        logger.warning(
+            "could not record %s in checkpoint %r, which this resume goes on without: "
+            "%s; until the resume finishes (and deletes the checkpoint), resuming the "
+            "checkpoint again runs that again",
+            what,
+            self.checkpoint_id,
+            outcome,
+        )
+        return False
 
-    async def _write(
-        self, ctx: RunContext, values: Mapping[str, Any], settles: Sequence[str]
-    ) -> None:
-        """``record``'s write, with its lock held; its failures raise. None when an earlier
-        write already holds it all (see ``record``).
+    async def _write_queued(self) -> None:
+        """Write every record waiting (``_queued``) in one write, with the lock held, and set
+        each one's ``outcome``: True once written; the error's text for one whose write failed
+        (not the exception, whose traceback holds the records: a cycle), and False for the
+        others at its address, as for one at an address whose write failed
+        before (not tried again, no warning); a value that cannot be stored fails the records
+        at its address only. Cancelled meanwhile, nothing is set and the records stay queued
+        for the next holder (its own is taken out by ``record``)."""
+        batch = list(self._queued)
+        failed = self._failed
+        if failed is None:
+            failed = self._failed = set()
+        live: list[_Queued] = []
+        for queued in batch:
+            address = queued.ctx.address
+            if address in failed:
+                queued.outcome = False
+                continue
+            try:
+                queued.stored = {
+                    key: to_json_value(value, f"saved state.{address}.{key}")
+                    for key, value in queued.values.items()
+                }
+            except Exception as exc:
+                queued.outcome = str(exc)
+                failed.add(address)
+                continue
+            live.append(queued)
+        if live:
+            try:
+                await self._write(live)
+            except Exception as exc:  # a store's own errors too (see ``record``)
+                for queued in live:
+                    address = queued.ctx.address
+                    queued.outcome = False if address in failed else str(exc)
+                    failed.add(address)
+            else:
+                for queued in live:
+                    queued.outcome = True
+        self._queued = [queued for queued in self._queued if queued.outcome is None]
+
+    async def _write(self, records: Sequence[_Queued]) -> None:
+        """The write of ``records`` (``_write_queued``'s, their values stored as JSON), with the
+        lock held; its failures raise. Nothing written when an earlier write already holds it
+        all (see ``record``).
 
         Refused because the store holds other bytes, it looks at them (``body_of``): a write of
         this resume's that failed but landed is taken as last written and the record made on
@@ -212,11 +267,6 @@ class _Progress:
         deletes the checkpoint. Anything else is not its to write."""
         checkpoint_id = self.checkpoint_id
         claim = self.claim
-        address = ctx.address
-        stored = {
-            key: to_json_value(value, f"saved state.{address}.{key}")
-            for key, value in values.items()
-        }
         store = self.store
         tried = self.tried
         if tried is None:
@@ -225,7 +275,7 @@ class _Progress:
         old = self.loaded
         rebases = _REBASES
         while True:
-            built = self._built(ctx, stored, settles)
+            built = self._built(records)
             if built is None:
                 return  # an earlier write (of calls that ended together) holds it all
             # Looked at once there is something to write, not before: a claim lost after the
@@ -262,33 +312,59 @@ class _Progress:
             old = now
         self.body, self.loaded, self.tried = body, data, None
 
-    def _built(
-        self, ctx: RunContext, stored: dict[str, Any], settles: Sequence[str]
-    ) -> tuple[dict[str, Any], bytes] | None:
-        """The body ``_write`` writes, on the checkpoint as last written, and its bytes; None
-        when that holds it all already. ``stored``: the values, as JSON, by key."""
-        address = ctx.address
-        states = self.body["states"]
-        slots = states[address]
-        written = slots[AGENT_STATE]
+    def _built(self, records: Sequence[_Queued]) -> tuple[dict[str, Any], bytes] | None:
+        """The body ``_write`` writes, on the checkpoint as last written, with each of
+        ``records``' values set in the saved state at its address (in their order: a later
+        record at the same address over an earlier one), and its bytes; None when that holds it
+        all already."""
         body_settled = _settled(self.body)
         settled = list(body_settled)
-        for point in self.body["points"]:
-            point_id = point["id"]
-            if point_id not in settled and any(is_within(point_id, at) for at in settles):
-                settled.append(point_id)
-        if len(settled) == len(body_settled) and all(
-            key in written and written[key] == value for key, value in stored.items()
-        ):
+        settles = [at for record in records for at in record.settles]
+        if settles:
+            for point in self.body["points"]:
+                point_id = point["id"]
+                if point_id not in settled and any(is_within(point_id, at) for at in settles):
+                    settled.append(point_id)
+        states = self.body["states"]
+        changed = len(settled) != len(body_settled)
+        for record in records:
+            address = record.ctx.address
+            slots = states[address]
+            written = slots[AGENT_STATE]
+            stored = record.stored
+            if all(key in written and written[key] == value for key, value in stored.items()):
+                continue
+            own = dict(written)
+            own.update(stored)
+            if states is self.body["states"]:
+                states = dict(states)  # copied once: the body as last written stays as it was
+            states[address] = {**slots, AGENT_STATE: own}
+            changed = True
+        if not changed:
             return None
-        own = dict(written)
-        own.update(stored)
         body = dict(self.body)
-        body["states"] = {**states, address: {**slots, AGENT_STATE: own}}
-        body["session"] = to_json_value(ctx._run.session.values, "session")
+        body["states"] = states
+        # The session as it is now (what the finished calls wrote in it): one for the run and
+        # the nested runs of its AgentTools, so any record's context reads it.
+        body["session"] = to_json_value(records[0].ctx._run.session.values, "session")
         if settles:
             body[_SETTLED] = settled
         return body, encode_checkpoint(body)
+
+
+class _Queued:
+    """A record waiting to be written (``_Progress.record``): the component's context, its
+    values (read when the write happens), what they settle, the values as JSON once read, and
+    the outcome once written (True), skipped (False) or failed (the error's text)."""
+
+    __slots__ = ("ctx", "outcome", "settles", "stored", "values")
+
+    def __init__(self, ctx: RunContext, values: Mapping[str, Any], settles: Sequence[str]) -> None:
+        self.ctx = ctx
+        self.values = values
+        self.settles = settles
+        self.stored: dict[str, Any] = {}
+        self.outcome: bool | str | None = None
 
 
 _RECORDED = frozenset({"states", "session", _SETTLED})
