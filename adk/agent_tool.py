@@ -53,6 +53,11 @@ __all__ = ["AgentTool"]
 
 _new = object.__new__
 
+_SHOWN_AHEAD = 16
+"""How many events without an open stream a forwarding ``AgentTool`` shows before it waits for
+the reader outside to have taken them (``_Emitter.passed``); an event with an open stream waits
+at once."""
+
 _REQUEST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"request": {"type": "string", "description": "What to ask the agent."}},
@@ -234,6 +239,7 @@ class AgentTool:
         # structured answer (ReActAgent's ``output_schema``), which the result is instead.
         answer: BaseModel | None = None
         previous: AgentEvent | None = None
+        ahead = 0  # events shown since the reader outside last took them all (``_SHOWN_AHEAD``)
         events = drive(self._agent, AgentInput(root_input, outer.enable_streaming), inner_ctx)
         try:
             async with closing(events):
@@ -265,19 +271,26 @@ class AgentTool:
                         )
                     # Shown before collecting, so that a stream reads live outside.
                     output = event.output
-                    if (
-                        self._forward(ctx, event)
-                        and output is not None
-                        and output.stream is not None
-                        and not output.stream.done
-                    ):
-                        # A stream still arriving: read from its model only as the reader outside
-                        # reads it until the reader took its event (asked for the next one), as
-                        # a stream of the run's own agents is, not at the model's pace into
-                        # memory. Only such an event waits: a message is whole already.
-                        passed = getattr(ctx._emit, "passed", None)  # a way of one's own: none
-                        if passed is not None:
-                            await passed()
+                    if self._forward(ctx, event):
+                        assert output is not None  # (``_forward`` shows only outputs)
+                        if output.stream is not None and not output.stream.done:
+                            # A stream still arriving: read from its model only as the reader
+                            # outside reads it until the reader took its event (asked for the
+                            # next one), as a stream of the run's own agents is, not at the
+                            # model's pace into memory.
+                            ahead = _SHOWN_AHEAD
+                        else:
+                            # A whole message (or custom output): the nested run goes on, but
+                            # no more than _SHOWN_AHEAD events ahead of the reader, as a
+                            # ParallelAgent's branch waits for each of its events: a reader
+                            # slower than a chatty nested run (a fan-out inside it) held all of
+                            # its events in memory. A run showing fewer pays nothing.
+                            ahead += 1
+                        if ahead >= _SHOWN_AHEAD:
+                            ahead = 0
+                            passed = getattr(ctx._emit, "passed", None)  # one of one's own: none
+                            if passed is not None:
+                                await passed()
                     # A further-nested AgentTool's shown event is no message of this agent's.
                     if output is not None and not event._flags & _FORWARDED:
                         if output.stream is not None:

@@ -8,6 +8,7 @@ called such a tool in turn answered with the message it was shown rather than it
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import weakref
@@ -26,6 +27,7 @@ from adk import (
     AgentTool,
     BaseAgent,
     Message,
+    ParallelAgent,
     Resources,
     RunContext,
     Runner,
@@ -40,6 +42,7 @@ from adk.actions import (
     ToolResponseEvent,
     action,
 )
+from adk.agent_tool import _SHOWN_AHEAD
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -224,3 +227,37 @@ async def test_invoke_still_tells_its_own_output_from_what_it_was_shown_at_depth
         ref() for ref in watched
     ]
     assert result.text == "level1 done"
+
+
+@pytest.mark.parametrize(("depth", "width"), [(2, 1), (6, 50)])
+async def test_a_forwarding_agent_tool_runs_no_further_ahead_of_a_slow_reader(
+    depth: int, width: int
+) -> None:
+    """Events without a stream that a forwarding AgentTool showed did not wait for the reader:
+    the nested run went on at its own pace, so a slow reader (a client on a slow link) had all
+    of them waiting in memory, however many: a ParallelAgent inside the tool, which holds one
+    event per branch for a reader at the root, held its whole output there. Now a forwarding
+    call waits for the reader once it is _SHOWN_AHEAD events ahead."""
+    watched: list[weakref.ref[_Shown]] = []
+    count = 10 if width > 1 else 100  # each branch's: 100 or 500 events in all
+    shows = [_Shows(f"shows{i}", count, watched) for i in range(width)]
+    inner: Agent = shows[0] if width == 1 else ParallelAgent("fan", shows, description="Fans out.")
+    for level in range(depth - 1, 0, -1):
+        script = [Reply(tool_calls=[tool_call(inner.name, {"request": "go"})]), f"level{level}"]
+        tools = [AgentTool(inner, emit_inner_events=True)]
+        inner = ReActAgent(f"level{level}", ScriptedModel(script), tools=tools, description="d")
+    events = Runner(inner).run("hi")
+    taken = 0
+    ahead = []
+    async with contextlib.aclosing(events):
+        async for event in events:
+            if event.output is not None and isinstance(event.output.custom, _Shown):
+                taken += 1
+                if taken in (1, 5):
+                    for _ in range(200):  # a slow reader: the nested runs may go on meanwhile
+                        await asyncio.sleep(0)
+                    ahead.append(len(watched) - taken)
+    assert taken == len(watched) == count * width
+    # Each forwarding level a window ahead, the fan-out one event per branch.
+    bound = _SHOWN_AHEAD * (depth - 1) + width
+    assert max(ahead) <= bound < count * width - 5, (ahead, bound)
