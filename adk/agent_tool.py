@@ -53,7 +53,7 @@ __all__ = ["AgentTool"]
 
 _new = object.__new__
 
-_SHOWN_AHEAD = 16
+_SHOWN_AHEAD = 64
 """How many events without an open stream a forwarding ``AgentTool`` shows before it waits for
 the reader outside to have taken them (``_Emitter.passed``); an event with an open stream waits
 at once."""
