@@ -197,7 +197,10 @@ class _Progress:
                     await asyncio.sleep(0)
                     await self._write_queued()
         finally:
-            if mine.outcome is None:  # cancelled before it was written: not written
+            # Cancelled before it was written (not written), or its holder cancelled after
+            # its outcome was set: out of the queue either way, which holds its context (and
+            # through it the run holding this object: a cycle while it waits).
+            if mine in self._queued:
                 self._queued.remove(mine)
         outcome = mine.outcome
         if outcome is True or outcome is False:
@@ -218,9 +221,9 @@ class _Progress:
         (not the exception, whose traceback holds the records: a cycle), and False for the
         others at its address, as for one at an address whose write failed
         before (not tried again, no warning); a value that cannot be stored fails the records
-        at its address only. Cancelled meanwhile, nothing is set and the records stay queued
-        for the next holder (its own is taken out by ``record``)."""
-        batch = list(self._queued)
+        at its address only. Cancelled meanwhile, the records not written stay queued for the
+        next holder (its own is taken out by ``record``)."""
+        batch = [queued for queued in self._queued if queued.outcome is None]
         failed = self._failed
         if failed is None:
             failed = self._failed = set()
