@@ -9,7 +9,8 @@ it was (step index, loop iteration, finished branches, the run path) in the trav
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+import heapq
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -525,12 +526,39 @@ def _saved_fork(state: SavedState, ctx: RunContext) -> int | None:
     return state.order("fork_seq", end=ctx._run.seq)
 
 
-def _branch_view(parent_view: list[_Entry], fork: int, child_ctx: RunContext) -> list[_Entry]:
-    """What a resumed branch at ``child_ctx`` sees of ``parent_view``: the entries from before
-    the fork and its own, as it saw them before the pause. Shared by the resume and its check
-    before it runs (``_adk_preflight``), which must give the branch the same view."""
-    path, depth = child_ctx.run_path, len(child_ctx.run_path)
-    return [e for e in parent_view if e.seq < fork or e.run_path[:depth] == path]
+def _branch_views(parent_view: list[_Entry], fork: int) -> Callable[[RunContext], list[_Entry]]:
+    """What each resumed branch sees of ``parent_view``, by its context: the entries from before
+    the fork and its own, as it saw them before the pause, in the view's order. Shared by the
+    resume and its check before it runs (``_adk_preflight``), which must give each branch the
+    same view. The entries after the fork are grouped by branch once, for all the branches:
+    picking each branch's from the whole view was quadratic in a wide fan-out (each branch's
+    entries are after the fork, and there are as many as the branches say)."""
+    before: list[tuple[int, _Entry]] = []
+    after: dict[tuple[str, ...], list[tuple[int, _Entry]]] = {}
+    depth = -1  # the branches' run paths' length, known from the first branch asking
+
+    def view(child_ctx: RunContext) -> list[_Entry]:
+        nonlocal depth
+        path = child_ctx.run_path
+        if depth != len(path):  # a parallel's branches share it: grouped once
+            depth = len(path)
+            before.clear()
+            after.clear()
+            for index, entry in enumerate(parent_view):
+                if entry.seq < fork:
+                    before.append((index, entry))
+                else:
+                    after.setdefault(entry.run_path[:depth], []).append((index, entry))
+        own = after.get(path)
+        if not own:
+            return [entry for _, entry in before]
+        return [entry for _, entry in heapq.merge(before, own, key=_first)]
+
+    return view
+
+
+def _first(item: tuple[int, _Entry]) -> int:
+    return item[0]
 
 
 class ParallelAgent(_Workflow):
@@ -574,14 +602,14 @@ class ParallelAgent(_Workflow):
         state = _saved_state(ctx)
         finished = set(self._finished_branches(state))
         fork = _saved_fork(state, ctx)
-        parent_view = ctx._lane.snapshot() if fork is not None else []
+        views = _branch_views(ctx._lane.snapshot(), fork) if fork is not None else None
         entered: list[tuple[Agent, RunContext]] = []
         for index, child in enumerate(self.sub_agents):
             if index in finished:
                 continue
             child_ctx = ctx._child(child.name)
-            if fork is not None and walk.holds(child_ctx.address):
-                inherited = _branch_view(parent_view, fork, child_ctx)
+            if views is not None and walk.holds(child_ctx.address):
+                inherited = views(child_ctx)
                 child_ctx = child_ctx._fork(lane=new_lane(ctx._lane, inherited))
             entered.append((child, child_ctx))
         why = f"workflow {self.name!r} resumes only the branches that had not finished"
@@ -629,8 +657,7 @@ class ParallelAgent(_Workflow):
         what came before the fork and its own entries, as it did before the pause; without it (a
         checkpoint from before it was saved) it sees everything the checkpoint's history holds."""
         done = set(finished)
-        resumed_view = fork is not None
-        parent_view = ctx._lane.snapshot() if resumed_view else []
+        views = _branch_views(ctx._lane.snapshot(), fork) if fork is not None else None
         if fork is None:
             fork = ctx._run.seq
         indices = [i for i in range(len(self.sub_agents)) if i not in done]
@@ -643,7 +670,7 @@ class ParallelAgent(_Workflow):
         async def branch(index: int) -> None:
             child = self.sub_agents[index]
             child_ctx = ctx._child(child.name)
-            inherited = _branch_view(parent_view, fork, child_ctx) if resumed_view else None
+            inherited = views(child_ctx) if views is not None else None
             lane = lanes[index] = new_lane(ctx._lane, inherited)
             child_ctx = child_ctx._fork(lane=lane)
             try:

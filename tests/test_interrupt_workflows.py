@@ -4,7 +4,9 @@ the resume does not address pause again under the same id."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,8 +27,10 @@ from adk import (
     Runner,
     SequentialAgent,
     with_sub_agents,
+    workflows,
 )
 from adk.checkpoint import InMemoryCheckpointStore
+from adk.context import new_entry
 from adk.history import HistoryEntry
 from adk.testing import ScriptedModel, simplify_events
 from prebuilt import ReActAgent
@@ -526,3 +530,24 @@ async def test_a_resume_that_gives_no_events_fails_rather_than_run_the_agent_aga
         with pytest.raises(RunError, match="NoneType"):
             await runner.invoke_resume(paused.checkpoint_id, "yes")
         assert agent.runs == 1
+
+
+def test_each_resumed_branchs_view_is_the_history_before_the_fork_and_its_own() -> None:
+    """The views a resumed ParallelAgent gives its branches are made from entries grouped by
+    branch once (``workflows._branch_views``), where each branch's was picked from the whole
+    history (quadratic in a wide fan-out): the same entries in the same order, those of a
+    branch's nested steps and of an earlier round of the same branch (before the fork)
+    included, and the order of the history kept even where the order numbers are not."""
+    rng = random.Random(20)
+    paths = [("root",), ("root", "par"), *[("root", "par", f"b{i}") for i in range(6)]]
+    paths += [("root", "par", "b1", "inner"), ("root", "par", "b10"), ("other",)]
+    entries = [
+        new_entry(path[-1], path, Message.assistant(str(n)), rng.randrange(40))
+        for n, path in enumerate(rng.choice(paths) for _ in range(200))
+    ]
+    fork = 20
+    views = workflows._branch_views(entries, fork)
+    for name in ("b0", "b1", "b5", "b10", "missing"):
+        child = SimpleNamespace(run_path=("root", "par", name))
+        expected = [e for e in entries if e.seq < fork or e.run_path[:3] == child.run_path]
+        assert views(child) == expected, name  # type: ignore[arg-type]
