@@ -19,6 +19,7 @@ from .messages import Message, Role
 
 _new = object.__new__
 _TOOL = Role.TOOL  # an enum member read once: ``Role.TOOL`` is a metaclass lookup each time
+_ASSISTANT = Role.ASSISTANT
 
 __all__ = [
     "HistoryEntry",
@@ -67,7 +68,10 @@ def _input_without_tool(
     without the run's input (a ``PlanExecute`` delegated to again reads only what was said since
     its last turn, not what it was asked the times before). ``without``: names of agents whose
     messages are left out, carried ones included (a ``PlanExecute``'s own earlier turns, in a
-    ``LoopAgent``'s next iteration or a conversation carried from run to run).
+    ``LoopAgent``'s next iteration or a conversation carried from run to run), but for the answer
+    of each of their turns: the last of a run of their messages, when it says something and calls
+    no tool (``_answers``). What comes next (a critic's ``shorten it``, a user's ``Book it.``)
+    refers to it.
 
     For bookkeeping that says nothing about the task: ``PlanExecute`` reads its objective from
     its planner's input, and under a ``Supervisor`` that input holds the supervisor's
@@ -83,8 +87,10 @@ def _input_without_tool(
                 start = at + 1
                 break
     messages = _carried_without_tool(lane.root, tool, since, without) if not start else []
-    for entry in entries[start:] if start else entries:
-        if entry.agent_name in without:
+    read = entries[start:] if start else entries
+    answers = _answers(read, without) if without else None
+    for at, entry in enumerate(read):
+        if answers is not None and entry.agent_name in without and at not in answers:
             continue
         message = entry.message
         if message.role == _TOOL and message.name == tool:
@@ -101,6 +107,23 @@ def _input_without_tool(
     return messages
 
 
+def _answers(entries: Sequence[_Entry], without: Collection[str]) -> set[int]:
+    """Where in ``entries`` the turns of the agents ``without`` names end with an answer: the
+    last entry of each run of their entries, when it is a message with text and no tool call (a
+    turn that ended on a tool's result or a plan's call, a failure, answered nothing)."""
+    kept: set[int] = set()
+    last = len(entries) - 1
+    for at, entry in enumerate(entries):
+        if entry.agent_name not in without:
+            continue
+        if at < last and entries[at + 1].agent_name in without:
+            continue
+        message = entry.message
+        if message.role == _ASSISTANT and message.content.strip() and not message.tool_calls:
+            kept.add(at)
+    return kept
+
+
 def _carried_without_tool(
     root: Sequence[Message], tool: str, since: Collection[str], without: Collection[str] = ()
 ) -> list[Message]:
@@ -109,8 +132,10 @@ def _carried_without_tool(
     user messages ``rewrite_message`` made (``For context: [A] ...``), which are read in its words.
     A result of ``tool`` goes, and so does each call of it (a message left saying nothing too);
     with ``since``, the input starts after the last message one of those agents said, as the
-    history does after their last entry, and a message one of ``without`` said goes. A message
-    that is not in those words is kept as it is.
+    history does after their last entry, and a message one of ``without`` said goes, but for the
+    last of a run of theirs that only says something (``For context: [A] said: ...``, no call): a
+    turn's answer, as ``_answers`` keeps it in the history. A message that is not in those words
+    is kept as it is.
 
     A message's author is what it names before its first ``] `` (agent names are free text:
     ``desk [EU]``), and its calls are found by that author's words, so each is found by one
@@ -127,7 +152,9 @@ def _carried_without_tool(
                 break
     returned = f"`{tool}` tool returned result: "
     kept: list[Message] = []
-    for message in root[begin:]:
+    read = root[begin:]
+    authors = [_carried_author(message) for message in read] if without else None
+    for at, message in enumerate(read):
         text = message.content
         if message.role == Role.USER and text.startswith(_CONTEXT):
             named = text.find("] ", len(_CONTEXT))
@@ -135,8 +162,10 @@ def _carried_without_tool(
                 if text.startswith(returned, named + 2):
                     continue
                 author = text[len(_CONTEXT) : named]
-                if author in without:
-                    continue
+                if authors is not None and author in without:
+                    following = authors[at + 1] if at + 1 < len(read) else None
+                    if following in without or not _said_only(text, named, author):
+                        continue
                 rest = _without_calls(text, author, tool)
                 if rest != text:
                     if rest == "For context:":
@@ -147,6 +176,21 @@ def _carried_without_tool(
 
 
 _CONTEXT = "For context: ["
+
+
+def _carried_author(message: Message) -> str | None:
+    """The author a carried message names (``For context: [A] ...``), or None."""
+    text = message.content
+    if message.role != Role.USER or not text.startswith(_CONTEXT):
+        return None
+    named = text.find("] ", len(_CONTEXT))
+    return text[len(_CONTEXT) : named] if named >= 0 else None
+
+
+def _said_only(text: str, named: int, author: str) -> bool:
+    """Whether a carried message of ``author`` (``rewrite_message``'s words, its author's name
+    closed at ``named``) only says something: an answer, not a call, a result or nothing."""
+    return text.startswith("said: ", named + 2) and f" [{author}] called tool: " not in text
 
 
 def _without_calls(text: str, author: str, tool: str) -> str:

@@ -7,8 +7,8 @@ state lives in session values (all checkpointable):
 - ``objective`` (str): what the user asked, taken from the planner's input without the
   ``transfer_to_agent`` calls and results of a flow around it (a ``Supervisor``'s routing);
   transferred to again, from what was said since its last turn; its own earlier turns (a
-  ``LoopAgent``'s next iteration, a carried conversation) left out; given an input a parent
-  agent made, from that input (``_PlanStep._objective``);
+  ``LoopAgent``'s next iteration, a carried conversation) left out but for their answers; given
+  an input a parent agent made, from that input (``_PlanStep._objective``);
 - ``plan`` (``Plan``): the steps still to do; ``plan.steps[0]`` is the next one;
 - ``executed_steps`` (list of ``ExecutedStep``): each finished step with its result.
 
@@ -452,7 +452,8 @@ class _PlanStep(_Role):
         to it. Transferred to again (a supervisor's worker delegated to another task), only what
         was said since its last turn: its earlier objectives, plans and answers piled up in the
         objective every executor and replanner prompt repeats. Not transferred to, its own
-        earlier turns' messages are left out (``without``) for the same reason."""
+        earlier turns' messages are left out (``without``) for the same reason, but for each
+        turn's answer, which what follows refers to (a critic's ``shorten it``)."""
         given = self._given.get(_given_key(ctx, _home(ctx, 1)))
         if given is not None:
             return given
@@ -463,6 +464,7 @@ class _PlanStep(_Role):
         # Its own earlier turns (a LoopAgent's next iteration, a conversation carried from run to
         # run) are its plans, its executor's tool calls and results and its answers, not what it
         # was asked: they piled up in the objective every executor and replanner prompt repeats.
+        # Each turn's answer stays: a critic's or a user's next words refer to it.
         return _objective_of(
             _input_without_tool(ctx, self.name, TRANSFER_TOOL, since, without=self._names)
         )

@@ -332,15 +332,18 @@ async def test_a_loops_next_iteration_leaves_the_plan_executes_earlier_work_out_
     """A LoopAgent running a PlanExecute and a critic: each iteration's objective was every user
     message and every `For context` line since the run began, the PlanExecute's own earlier
     turns included (its plan, the executor's tool calls and results, its answer), growing with
-    each iteration in every executor and replanner prompt. Its own turns are left out now; what
-    the others said (the critic) stays."""
+    each iteration in every executor and replanner prompt. Its own turns are left out now but
+    for their answer (which the critic answers, see
+    test_its_earlier_answer_stays_in_the_objective_...); what the others said (the critic)
+    stays."""
     agent, executor_model = _checking_web()
     critic = ReActAgent("critic", ScriptedModel(["Check again", "Enough"]))
     await Runner(LoopAgent("monitor", [agent, critic], max_iterations=2)).invoke("Is web up?")
 
     assert _objectives(executor_model)[::2] == [
         "Objective:\nIs web up?",
-        "Objective:\nIs web up?\nFor context: [critic] said: Check again.",
+        "Objective:\nIs web up?\nFor context: [replanner] said: Web is fine..\n"
+        "For context: [critic] said: Check again.",
     ]
 
 
@@ -349,14 +352,44 @@ async def test_a_carried_conversation_leaves_the_plan_executes_earlier_work_out_
 ):
     """A chat on a PlanExecute carried from run to run on ``result.messages``: every earlier
     turn's plan, tool calls, step results and answer came back as the objective's ``For context``
-    lines. What the user asked stays."""
+    lines. What the user asked stays, and each turn's answer (what a follow-up refers to)."""
     agent, executor_model = _checking_web()
     runner = Runner(agent)
     first = await runner.invoke("Is web up?")
     second = await runner.invoke([*first.messages, Message.user("And now?")])
 
-    assert second.session["objective"] == "Is web up?\nAnd now?"
+    objective = "Is web up?\nFor context: [replanner] said: Web is fine..\nAnd now?"
+    assert second.session["objective"] == objective
     assert _objectives(executor_model)[::2] == [
         "Objective:\nIs web up?",
-        "Objective:\nIs web up?\nAnd now?",
+        f"Objective:\n{objective}",
     ]
+
+
+async def test_its_earlier_answer_stays_in_the_objective_a_critique_or_follow_up_refers_to() -> (
+    None
+):
+    """Its own earlier turns went from the objective whole (6fa0d9f1), their answers too: a
+    critic's ``Too long: shorten it.`` in a LoopAgent's next iteration, or a user's ``Shorter,
+    please.`` in a carried conversation, came without the summary it means, and the executor,
+    which reads only its step's prompt, had nothing to shorten. A turn's answer (its last
+    message, text) stays; its plan, tool calls and results and step results still go."""
+    summary = "Summary: revenue rose 4%."
+    agent = PlanExecute(
+        new_planner(ScriptedModel(lambda _: json.dumps({"steps": ["summarize"]}))),
+        new_executor(ScriptedModel(lambda _: "Draft: revenue rose 4% in Q3.")),
+        new_replanner(ScriptedModel(lambda _: summary)),
+    )
+    answer = f"For context: [replanner] said: {summary}."
+
+    critic = ReActAgent("critic", ScriptedModel(["Too long: shorten it.", "Good."]))
+    refine = LoopAgent("refine", [agent, critic], max_iterations=2)
+    looped = await Runner(refine).invoke("Summarize the report.")
+    assert looped.session["objective"] == (
+        f"Summarize the report.\n{answer}\nFor context: [critic] said: Too long: shorten it.."
+    )
+
+    first = await Runner(agent).invoke("Summarize the report.")
+    second = await Runner(agent).invoke([*first.messages, Message.user("Shorter, please.")])
+    assert second.session["objective"] == f"Summarize the report.\n{answer}\nShorter, please."
+    assert "Draft" not in second.session["objective"]
