@@ -70,7 +70,7 @@ def _input_without_tool(
     messages are left out, carried ones included (a ``PlanExecute``'s own earlier turns, in a
     ``LoopAgent``'s next iteration or a conversation carried from run to run), but for the answer
     of each of their turns: the last of a run of their messages, when it says something and calls
-    no tool (``_answers``). What comes next (a critic's ``shorten it``, a user's ``Book it.``)
+    no tool or is a tool's result (``_answers``). What comes next (a critic's ``shorten it``, a user's ``Book it.``)
     refers to it.
 
     For bookkeeping that says nothing about the task: ``PlanExecute`` reads its objective from
@@ -109,8 +109,9 @@ def _input_without_tool(
 
 def _answers(entries: Sequence[_Entry], without: Collection[str]) -> set[int]:
     """Where in ``entries`` the turns of the agents ``without`` names end with an answer: the
-    last entry of each run of their entries, when it is a message with text and no tool call (a
-    turn that ended on a tool's result or a plan's call, a failure, answered nothing)."""
+    last entry of each run of their entries, when it is a message with text and no tool call, or
+    a tool's result (a return-directly tool's answer); a turn that ended on a call or saying
+    nothing answered nothing."""
     kept: set[int] = set()
     last = len(entries) - 1
     for at, entry in enumerate(entries):
@@ -119,7 +120,9 @@ def _answers(entries: Sequence[_Entry], without: Collection[str]) -> set[int]:
         if at < last and entries[at + 1].agent_name in without:
             continue
         message = entry.message
-        if message.role == _ASSISTANT and message.content.strip() and not message.tool_calls:
+        if message.role == _TOOL or (
+            message.role == _ASSISTANT and message.content.strip() and not message.tool_calls
+        ):
             kept.add(at)
     return kept
 
@@ -133,8 +136,8 @@ def _carried_without_tool(
     A result of ``tool`` goes, and so does each call of it (a message left saying nothing too);
     with ``since``, the input starts after the last message one of those agents said, as the
     history does after their last entry, and a message one of ``without`` said goes, but for the
-    last of a run of theirs that only says something (``For context: [A] said: ...``, no call): a
-    turn's answer, as ``_answers`` keeps it in the history. A message that is not in those words
+    last of a run of theirs when it is an answer (``For context: [A] said: ...`` and no call, or
+    a tool's result), as ``_answers`` keeps it in the history. A message that is not in those words
     is kept as it is.
 
     A message's author is what it names before its first ``] `` (agent names are free text:
@@ -164,7 +167,7 @@ def _carried_without_tool(
                 author = text[len(_CONTEXT) : named]
                 if authors is not None and author in without:
                     following = authors[at + 1] if at + 1 < len(read) else None
-                    if following in without or not _said_only(text, named, author):
+                    if following in without or not _answered(text, named, author):
                         continue
                 rest = _without_calls(text, author, tool)
                 if rest != text:
@@ -187,9 +190,12 @@ def _carried_author(message: Message) -> str | None:
     return text[len(_CONTEXT) : named] if named >= 0 else None
 
 
-def _said_only(text: str, named: int, author: str) -> bool:
+def _answered(text: str, named: int, author: str) -> bool:
     """Whether a carried message of ``author`` (``rewrite_message``'s words, its author's name
-    closed at ``named``) only says something: an answer, not a call, a result or nothing."""
+    closed at ``named``) is an answer (``_answers``): it only says something, or it is a tool's
+    result; not a call, nor saying nothing."""
+    if text.startswith("`", named + 2):
+        return text.find("` tool returned result: ", named + 3) >= 0
     return text.startswith("said: ", named + 2) and f" [{author}] called tool: " not in text
 
 

@@ -393,3 +393,36 @@ async def test_its_earlier_answer_stays_in_the_objective_a_critique_or_follow_up
     second = await Runner(agent).invoke([*first.messages, Message.user("Shorter, please.")])
     assert second.session["objective"] == f"Summarize the report.\n{answer}\nShorter, please."
     assert "Draft" not in second.session["objective"]
+
+
+async def test_its_earlier_answer_given_by_a_return_directly_tool_stays_in_the_objective() -> None:
+    """A replanner may answer with a return-directly tool's result (PlanExecute takes it as the
+    response): that turn's answer is the tool's result, kept as a text answer is, live and
+    carried."""
+
+    @tool
+    def publish(text: str) -> str:
+        """Publish the final answer."""
+        return f"Published: {text}"
+
+    def replans(messages: list[Message]) -> Reply:
+        return Reply(tool_calls=[tool_call("publish", {"text": "revenue rose 4%"})])
+
+    agent = PlanExecute(
+        new_planner(ScriptedModel(lambda _: json.dumps({"steps": ["summarize"]}))),
+        new_executor(ScriptedModel(lambda _: "Draft: revenue rose 4% in Q3.")),
+        ReActAgent(
+            "replanner", ScriptedModel(replans), tools=[publish], return_directly=["publish"]
+        ),
+    )
+    answer = "For context: [replanner] `publish` tool returned result: Published: revenue rose 4%."
+
+    critic = ReActAgent("critic", ScriptedModel(["Say the quarter.", "Good."]))
+    looped = await Runner(LoopAgent("refine", [agent, critic], max_iterations=2)).invoke("Go.")
+    assert looped.session["objective"] == (
+        f"Go.\n{answer}\nFor context: [critic] said: Say the quarter.."
+    )
+
+    first = await Runner(agent).invoke("Go.")
+    second = await Runner(agent).invoke([*first.messages, Message.user("Say the quarter.")])
+    assert second.session["objective"] == f"Go.\n{answer}\nSay the quarter."
