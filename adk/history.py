@@ -70,8 +70,8 @@ def _input_without_tool(
     messages are left out, carried ones included (a ``PlanExecute``'s own earlier turns, in a
     ``LoopAgent``'s next iteration or a conversation carried from run to run), but for the answer
     of each of their turns: the last of a run of their messages, when it says something and calls
-    no tool or is a tool's result (``_answers``). What comes next (a critic's ``shorten it``, a user's ``Book it.``)
-    refers to it.
+    no tool or is a tool's result (``_answers``). What comes next (a critic's ``shorten it``, a
+    user's ``Book it.``) refers to it.
 
     For bookkeeping that says nothing about the task: ``PlanExecute`` reads its objective from
     its planner's input, and under a ``Supervisor`` that input holds the supervisor's
@@ -137,8 +137,8 @@ def _carried_without_tool(
     with ``since``, the input starts after the last message one of those agents said, as the
     history does after their last entry, and a message one of ``without`` said goes, but for the
     last of a run of theirs when it is an answer (``For context: [A] said: ...`` and no call, or
-    a tool's result), as ``_answers`` keeps it in the history. A message that is not in those words
-    is kept as it is.
+    a tool's result), as ``_answers`` keeps it in the history. A message that is not in those
+    words is kept as it is.
 
     A message's author is what it names before its first ``] `` (agent names are free text:
     ``desk [EU]``), and its calls are found by that author's words, so each is found by one
