@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ._doing import doing
 from ._ported_names import install as _install_ported_names
 from ._run_error import MaxTurnsExceeded
 from .events import AgentAction, AgentEvent
@@ -38,6 +39,7 @@ from .interrupts import (
 )
 from .messages import Message, Usage
 from .models import _call
+from .models.base import model_name_of
 from .streams import MessageStream
 
 if TYPE_CHECKING:
@@ -400,7 +402,15 @@ async def generate_counted(
     (``count_usage``). Its arguments are checked already (``_call.request_of`` for a user's
     call), and ``options`` have the run's merged over them (``run_model_options``), by the
     caller: the chat action frees a forced ``tool_choice`` after that merge."""
-    reply = await _call.generate(ctx, model, messages, specs, options)
+    running = doing.get()  # a record's run under a timeout: its error names a call cut off
+    if running is None:
+        reply = await _call.generate(ctx, model, messages, specs, options)
+    else:
+        mark = running.start(f"model {model_name_of(model)!r} (agent {ctx.agent_name!r})")
+        try:
+            reply = await _call.generate(ctx, model, messages, specs, options)
+        finally:
+            running.end(mark)
     count_usage(ctx, reply)
     return reply
 

@@ -60,6 +60,7 @@ from adk._checks import (
     checked_settings,
     shown,
 )
+from adk._doing import Doing, doing
 from adk._driver import _RECORDED, NO_EVENT, refuse_fresh_start
 from adk._naming import naming as _naming
 from adk._ported_names import AGENT_ARGUMENT_HINTS
@@ -70,6 +71,7 @@ from adk.events import message_event, tool_result_event
 from adk.history import _check_rewriter, _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal, join_address, tool_segment
 from adk.models import _call
+from adk.models.base import model_name_of
 from adk.tools._executor import (
     ToolOutcome,
     calls_seen,
@@ -184,6 +186,18 @@ def _new_round(
     tally.exits = exits
     tally.open_ids = tally.signal = tally.transfer_by = tally.record = tally.settles = None
     return tally
+
+
+async def _noted_call(
+    running: Doing, ctx: RunContext, turn: _Turn, messages: list[Message]
+) -> Message:
+    """A turn's model call noted in the ``Doing`` of a record's run under a timeout, whose error
+    then names it if the timeout cuts it off (``adk._doing``)."""
+    mark = running.start(f"model {model_name_of(turn.model)!r} (agent {ctx.agent_name!r})")
+    try:
+        return await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
+    finally:
+        running.end(mark)
 
 
 class _Turn:
@@ -841,7 +855,13 @@ class _ReActCore:
                 if unjoined is not None and calls:  # not run: the stream came joined already
                     self._own_ids(turn, reply, calls)
             else:
-                reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
+                running = doing.get()  # a record's run under a timeout: see adk._doing
+                if running is None:
+                    reply = await _call.generate(
+                        ctx, turn.model, messages, turn.specs, turn.options
+                    )
+                else:
+                    reply = await _noted_call(running, ctx, turn, messages)
                 calls = reply.tool_calls
                 if calls:  # before its event goes out: the event carries the ids the run uses
                     self._own_ids(turn, reply, calls)

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import math
+import re
 import sys
 import time
 import uuid
@@ -45,6 +46,8 @@ from adk.actions import (
     ChatResponseEvent,
     InputEvent,
     OutputEvent,
+    ToolRequestEvent,
+    ToolResponseEvent,
     action,
 )
 from adk.callbacks import Callbacks
@@ -731,11 +734,80 @@ async def test_timeout_cuts_off_a_record_whose_model_hangs_and_drops_its_writes(
         first, second = await applied.to_list()
     assert first.error is not None and first.error.type == "TimeoutError"
     assert "record 0 (key 'a') ran longer than timeout=1.0s" in first.error.message
+    # It names what was running when it was cut off: the built-in chat and its model call.
+    assert re.search(
+        r"; running: action 'builtin\.chat' on ChatRequestEvent for [\d.]+s, "
+        r"model '[^']+' \(agent 'asker'\) for [\d.]+s$",
+        first.error.message,
+    ), first.error.message
     assert second.output == "ok #1"  # the timed-out record's write was dropped
     assert applied.sessions == {"a": {"memory:asker": {"asked": 1}}}
     for bad in (0, -1.0, float("nan"), "5", True):
         with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
             LocalExecutionEnvironment(timeout=bad)  # type: ignore[arg-type]
+
+
+@tool
+async def _stall(query: str) -> str:
+    """A lookup whose service never answers."""
+    await asyncio.Event().wait()
+    raise AssertionError("never set")
+
+
+class _Looker(ActionAgent):
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        call = ToolCall(id="c1", name="_stall", arguments='{"query": "x"}')
+        ctx.send_event(ToolRequestEvent(tool_calls=[call], tools=["_stall"]))
+
+    @action(ToolResponseEvent)
+    def answer(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.responses[0].content))
+
+    @action(ToolResponseEvent)
+    @staticmethod
+    async def wait(event: ToolResponseEvent, ctx: ActionContext) -> None:
+        await asyncio.Event().wait()
+
+
+async def test_a_record_cut_off_by_its_timeout_names_what_was_running() -> None:
+    """The error said only that the record ran longer than its timeout, so a user could not tell
+    the tool (or action, or model call) that hung from one that was merely slow. It names each
+    call running at the deadline, outermost first, and how long it had run: in an action's
+    tool request, in a ``ReActAgent``'s tool call, and an action of the user's own that hangs."""
+    resources = Resources()
+    resources.add_tool(_stall)
+    env = LocalExecutionEnvironment(resources=resources, on_error="emit", timeout=0.1)
+    react = ReActAgent(
+        "helper",
+        ScriptedModel([Reply(tool_calls=[tool_call("_stall", {"query": "x"})])]),
+        tools=[_stall],
+    )
+    said = {}
+    for agent in (_Looker("looker"), react):
+        [output] = await env.from_list([{"k": "a"}], key="k").apply(agent).to_list()
+        assert output.error is not None and output.error.type == "TimeoutError"
+        said[agent.name] = re.sub(r"for [\d.]+s", "for Ns", output.error.message)
+    cut = "record 0 (key 'a') ran longer than timeout=0.1s; running: "
+    assert said == {
+        "looker": f"{cut}action 'builtin.tools' on ToolRequestEvent for Ns, "
+        "tool '_stall' (call c1) for Ns",
+        "helper": f"{cut}tool '_stall' (call call_1) for Ns",
+    }
+
+    @tool
+    def answered(query: str) -> str:
+        """Answers."""
+        return "found"
+
+    answering = Resources()
+    answering.add_tool(answered, name="_stall")
+    waiting = LocalExecutionEnvironment(resources=answering, on_error="emit", timeout=0.1)
+    [output] = await waiting.from_list([{"k": "a"}], key="k").apply(_Looker("l")).to_list()
+    assert output.error is not None
+    assert re.sub(r"for [\d.]+s", "for Ns", output.error.message) == (
+        f"{cut}action 'wait' on ToolResponseEvent for Ns"
+    )
 
 
 async def test_a_record_that_blocks_the_loop_past_its_timeout_is_reported(

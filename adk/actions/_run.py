@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 from pydantic import Json
 from pydantic_core import PydanticSerializationError
 
+from .._doing import doing
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint._state import SavedState
@@ -295,6 +296,9 @@ class _ActionRun:
         # A streaming run shows the built-in chat's replies as they arrive (``chat_streamed``);
         # one that does not pays a test of this local per action.
         streaming = self.ctx.enable_streaming
+        # A record's run under a timeout notes each action as it runs (``adk._doing``), so the
+        # error of a record cut off names it; None otherwise: one test per action.
+        running = doing.get()
         while True:
             if current is None:
                 if not queue:
@@ -333,6 +337,8 @@ class _ActionRun:
                 actx.resume = resume
                 attempt = 1
                 while True:  # more than once only for an action with a retry policy that failed
+                    if running is not None:
+                        mark = running.start(f"action {found.name!r} on {kind.__name__}")
                     try:
                         if streaming and found.call is chat_action:
                             async with aclosing(chat_streamed(current, actx)) as shown:
@@ -387,6 +393,8 @@ class _ActionRun:
                     finally:
                         if resume is not None:
                             self._consume(found)
+                        if running is not None:
+                            running.end(mark)
                     break
                 memory = self._memory
                 if memory is not None and memory._undo:  # the action returned: its writes stand

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from .._checks import check_count
+from .._doing import Doing, doing
 from .._error_pickle import reduce_error
 from .._hooks import _root_span_attributes, _run_timeout
 from .._json_where import BELOW, DEEP, ITSELF, unwritable_at
@@ -426,21 +427,34 @@ async def _within(
         return await run
     reason = f"ran longer than timeout={seconds}s"
     token = None
+    # What runs when the deadline comes (an action, a tool, a model call), taken by a timer at
+    # the deadline, before the cancellation unwinds it: the error says what was cut off.
+    running = Doing()
+    noting = doing.set(running)
+    loop = asyncio.get_running_loop()
+    taking = None
     try:
         async with asyncio.timeout(seconds) as scope:
+            deadline = scope.when()
+            assert deadline is not None
+            taking = loop.call_at(deadline, running.take)
             if run_id is not None:  # the root span of a run cut off fails with what its output says
                 said = f"record {index} (key {key!r}) {reason}"
-                token = _run_timeout.set((run_id, lambda: said if scope.expired() else None))
+                token = _run_timeout.set(
+                    (run_id, lambda: said + running.said() if scope.expired() else None)
+                )
             found = await run
-        deadline = scope.when()
-        if deadline is not None and asyncio.get_running_loop().time() > deadline:
+        if loop.time() > deadline:
             _overran(index, key, seconds)
         return found
     except TimeoutError:
         if not scope.expired():  # a TimeoutError of the run's own, raised through
             raise
-        return [timed_out(index, key, record, reason, run_id)]
+        return [timed_out(index, key, record, reason + running.said(), run_id)]
     finally:
+        if taking is not None:
+            taking.cancel()
+        doing.reset(noting)
         if token is not None:
             _run_timeout.reset(token)
 

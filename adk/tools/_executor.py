@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import adk
 
 from .._aio import cancel_and_wait, cancelled_beyond
+from .._doing import doing
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint.codec import STRUCTURED, CheckpointError
@@ -276,6 +277,9 @@ async def run_tool_call(
         ran = ToolCall(id=call_id, name=name, arguments=call.arguments)
     tool_ctx = new_tool_context(ctx, name, call_id, address, emit)
     invoke: _Invoke | None = None
+    running = doing.get()  # a record's run under a timeout: its error names a call cut off
+    if running is not None:
+        mark = running.start(f"tool {name!r} (call {call_id})")
     try:
         if callback_paused or edit is not None:  # resumed calls only: what ran is told apart
             invoke = _Invoke(plan if callback_paused else None, address, tool, ran, tool_ctx)
@@ -310,6 +314,8 @@ async def run_tool_call(
     finally:
         if resumed and plan is not None:
             plan.consume(address)
+        if running is not None:
+            running.end(mark)
     if isinstance(output, ToolResult):
         result: ToolResult | None = output
         content = output.content

@@ -1,0 +1,55 @@
+"""What a record's run is doing, so that a record its ``timeout`` cut off says what was running.
+
+An execution environment's ``timeout`` cancels a record's run; its error said only that the run
+took too long, not whether it was an action, a tool or a model call that hung, which is what a
+user must find. While a record runs under a ``timeout`` (``_records._within``), ``doing`` holds a
+``Doing``: an action (``actions._run``), a tool call (``tools._executor.run_tool_call``) and a model
+call (``context.generate_counted``, a ``ReActAgent``'s turn) note themselves in it as they start
+and leave as they end, nested runs (an ``AgentTool``'s, a ``ReActAgent`` an action calls) in the
+same one. A timer at the deadline takes what is running then (``take``), before the cancellation
+unwinds anything. Without a ``timeout`` ``doing`` is ``None``: one ``ContextVar.get`` per action,
+tool call or model call, nothing else.
+"""
+
+from __future__ import annotations
+
+import time
+from contextvars import ContextVar
+
+__all__ = ["Doing", "doing"]
+
+
+class Doing:
+    """The calls running in one record's run: ``{mark: (what, since)}`` (``time.monotonic``)."""
+
+    __slots__ = ("_next", "cut", "running")
+
+    def __init__(self) -> None:
+        self.running: dict[int, tuple[str, float]] = {}
+        self._next = 0
+        self.cut: list[tuple[str, float]] | None = None
+
+    def start(self, what: str) -> int:
+        mark = self._next
+        self._next = mark + 1
+        self.running[mark] = (what, time.monotonic())
+        return mark
+
+    def end(self, mark: int) -> None:
+        self.running.pop(mark, None)
+
+    def take(self) -> None:
+        """What runs now, with how long each has run: called at the deadline."""
+        now = time.monotonic()
+        self.cut = [(what, now - since) for what, since in self.running.values()]
+
+    def said(self) -> str:
+        """``"; running: action 'ask' on InputEvent for 0.50s, tool 'lookup' ..."``, outermost
+        first, or ``""`` when nothing noted was running (the run's own code, a session store)."""
+        if not self.cut:
+            return ""
+        return "; running: " + ", ".join(f"{what} for {spent:.2f}s" for what, spent in self.cut)
+
+
+doing: ContextVar[Doing | None] = ContextVar("adk_doing", default=None)
+"""The ``Doing`` of the record whose run (under a ``timeout``) this context belongs to."""
