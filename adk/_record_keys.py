@@ -9,8 +9,10 @@ a resume under an environment compares it with the key it was given (``refused``
 runs. A checkpoint saved before keys were saved has none and is resumed unchecked.
 
 The key is saved in the form resumes carry it, JSON (a resume from a Kafka topic or a Flink
-stream is JSON text), and compared as a session lookup would find it (``==``: a resume's ``1``
-reaches the session of a record keyed ``1.0``). A key that is not a JSON value (``bytes``, a
+stream is JSON text), and compared as a session lookup would find it (``==``; a record's key is
+never a bool or a float, ``ambiguous``, and a resume giving one is refused before this
+comparison: a pause of a record keyed ``1.0``, saved by a pyadk that took such keys, is resumed
+only by a plain ``Runner``). A key that is not a JSON value (``bytes``, a
 ``datetime``, an ``Enum``) cannot be given back as JSON: its JSON form (a Kafka record's ``bytes``
 key is text) is another key, whose session is not the paused record's, so it is saved as its
 ``repr`` and its type, and only the same key (a dict resume, ``outputs.resume``) resumes it.
@@ -19,6 +21,7 @@ key is text) is another key, whose session is not the paused record's, so it is 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import Any
@@ -42,6 +45,51 @@ was refused as that key's pause. They are told apart by the runner, not by the r
 delegate may share (one conversation id) and a resume need not give."""
 
 _JSON_SCALARS = (str, int, bool, type(None))
+
+
+def ambiguous(key: Any) -> str | None:
+    """Why ``key`` is refused as a record's key, or None (the rule docs/event_driven.md's "What a
+    key may be" states). Python's ``==`` (a dict's lookup, so the local environment's queues and
+    ``sessions``) takes ``True`` for ``1`` and ``1.0``, ``-0.0`` for ``0.0``, ``Decimal(1)`` or
+    numpy's ``int64(1)`` for ``1``, while Flink keys each apart (``key_by`` partitions on the key's
+    JSON text, or its pickle): one key's records shared their order and memory locally, and on
+    Flink only where two such keys met in one parallel instance. A NaN equals no key, itself
+    included: each record was a key of its own, its memory never read again. A ``sessions``
+    mapping of the application's own cannot hold ``1`` and ``True`` apart, so such keys are
+    refused everywhere rather than kept distinct. Exact ``str`` and ``int`` (a key's usual
+    types) cost two type tests; a tuple or frozenset is looked through."""
+    kind = type(key)
+    if kind is str or kind is int or key is None:
+        return None
+    if kind is tuple or kind is frozenset:
+        for item in key:
+            problem = ambiguous(item)
+            if problem is not None:
+                return problem
+        return None
+    if kind is bool:
+        return (
+            f"a bool, which Python takes for the int {int(key)} (a dict, and so the "
+            f"records' queues and sessions here, makes {key!r}, {int(key)} and {float(key)} one "
+            "key) while Flink keys them apart; key by an int or a str (int(flag), str(flag))"
+        )
+    if isinstance(key, float):
+        if math.isnan(key):
+            return (
+                "NaN, which equals no key, itself included, so each record would be a key of its "
+                "own (its memory never read again); key by a str or an int"
+            )
+        return (
+            "a float, which Python takes for an equal int or float of another form "
+            "(1.0 is 1, -0.0 is 0.0: one key here) while Flink keys them apart; key by an int "
+            "(round it) or a str"
+        )
+    if isinstance(key, numbers.Number) and not isinstance(key, int):
+        return (
+            f"a {type(key).__qualname__}, a number Python takes for an equal int or "
+            "float (one key here) while Flink keys them apart; key by an int or a str"
+        )
+    return None
 
 
 def key_to_save(runner: object) -> tuple[Hashable, str | None, int] | None:

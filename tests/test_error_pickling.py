@@ -45,6 +45,7 @@ from adk.checkpoint.codec import _Unstorable
 from adk.checkpoint.postgres import _Unusable
 from adk.checkpoint.store import _ForeignTable
 from adk.execution import LocalExecutionEnvironment, RecordError
+from adk.execution._records import _KeyRefused
 from adk.execution._session_store import SessionNotSaved
 from adk.interrupts import Interrupt
 from adk.mcp import HTTPServer, MCPConnectionError
@@ -136,6 +137,7 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
         ),
     ],
     SessionNotSaved: [_made(SessionNotSaved(2, "a", "the close cut it off"))],
+    _KeyRefused: [_made(_KeyRefused("a bool", True))],
     ModelError: [_made(ModelError("rate limited", status=429)), _made(ModelError("no status"))],
     CheckpointStoreError: [
         _made(CheckpointStoreError("down", backend="redis", operation="get", checkpoint_id="c1"))

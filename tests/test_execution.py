@@ -4,6 +4,7 @@ failures, pauses, and closing early."""
 from __future__ import annotations
 
 import asyncio
+import decimal
 import json
 import logging
 import math
@@ -53,6 +54,7 @@ from adk.actions import (
 from adk.callbacks import Callbacks
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.execution import LocalExecutionEnvironment, RecordError, SessionStore
+from adk.execution._resumes import parsed
 from adk.mcp import StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -569,6 +571,71 @@ async def test_a_key_that_cannot_be_found_says_so_in_the_terms_of_key() -> None:
 
     by_function = await env.from_list(records[:2], key=user_of).apply(agent).to_list()
     assert by_function[1].error == ErrorInfo("KeyError", "the key function failed on it: 'user'")
+
+
+class _FrozenKey(BaseModel, frozen=True):
+    region: str
+    shard: int
+
+
+async def test_keys_python_takes_for_another_are_refused_and_every_other_key_is_its_own() -> None:
+    """``True``, ``1`` and ``1.0`` (and ``-0.0`` and ``0.0``, ``Decimal(1)`` and ``1``) were one
+    key here, a dict's, but several on Flink, whose ``key_by`` partitions on the key's text or
+    pickle: the same records shared a key's order and memory locally and not on Flink. A NaN
+    equals no key, so each of its records was a key of its own, its memory never read again.
+    Each is refused for its record alone (``on_error``), saying why and what to key by; ``1`` and
+    ``"1"``, ``"a"`` and ``b"a"``, an int past 64 bits, a tuple, a frozen model are keys of their
+    own; a list and a dict are not hashable."""
+
+    @action(InputEvent)
+    def count(event: InputEvent, ctx: ActionContext) -> None:
+        seen = ctx.short_term_memory.get("seen", 0) + 1
+        ctx.short_term_memory.set("seen", seen)
+        ctx.send_event(OutputEvent(output=seen))
+
+    frozen = _FrozenKey(region="eu", shard=1)
+    keys: list[Any] = [
+        *(1, "1", b"1", 2**70, (1, "a"), frozen, 1, "1", b"1", 2**70, (1, "a"), frozen),
+        *(True, 1.0, -0.0, float("nan"), (1, False), decimal.Decimal(1), 2.5),
+        *([1], {"a": 1}),
+    ]
+    records = [{"k": key} for key in keys]
+    env = LocalExecutionEnvironment(on_error="emit", max_concurrency=1)
+    agent = ActionAgent("count", actions=[count])
+    applied = env.from_list(records, key="k").apply(agent)
+    outputs = await applied.to_list()
+    assert [o.output for o in outputs[:12]] == [1] * 6 + [2] * 6  # each key its own, twice
+    refused = {outputs[12 + n].record["k"].__repr__(): outputs[12 + n].error for n in range(7)}
+    assert all(e is not None and e.type == "TypeError" for e in refused.values())
+    said = {k: e.message.split(", which")[0].split(", a number")[0] for k, e in refused.items()}
+    assert said == {
+        "True": "its key True is refused: a bool",
+        "1.0": "its key 1.0 is refused: a float",
+        "-0.0": "its key -0.0 is refused: a float",
+        "nan": "its key nan is refused: NaN",
+        "(1, False)": "its key (1, False) is refused: a bool",
+        "Decimal('1')": "its key Decimal('1') is refused: a Decimal",
+        "2.5": "its key 2.5 is refused: a float",
+    }
+    assert "key by an int or a str (int(flag), str(flag))" in refused["True"].message
+    assert "each record would be a key of its own" in refused["nan"].message
+    unhashable = [o.error.message for o in outputs[19:] if o.error is not None]
+    assert len(unhashable) == 2 and all(m.startswith("its key is not hashable") for m in unhashable)
+    assert sorted(map(repr, applied.sessions)) == sorted(
+        map(repr, [1, "1", b"1", 2**70, (1, "a"), frozen])
+    )
+    with pytest.raises(RecordError, match=r"record 0 \(key None\) failed: TypeError: its key True"):
+        await LocalExecutionEnvironment().from_list([{"k": True}], key="k").apply(agent).to_list()
+
+
+def test_a_resume_whose_key_is_refused_as_a_records_names_no_paused_record() -> None:
+    """A resume is a record of its key: given ``true`` or ``1.0`` (JSON), it would reach key 1's
+    session here and another key's on Flink. No record has such a key, so it is refused."""
+    for key in (True, 1.0):
+        resume = parsed({"key": key, "checkpoint_id": "c1", "run_id": "r", "resume": "yes"})
+        assert resume.checkpoint_id is None and resume.problem is not None
+        assert resume.problem.startswith("has a key that is refused: a ")
+    assert parsed({"key": 1, "checkpoint_id": "c1", "run_id": "r"}).checkpoint_id == "c1"
 
 
 async def test_a_key_field_that_is_a_method_of_the_record_fails_saying_to_call_it() -> None:

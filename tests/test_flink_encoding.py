@@ -62,6 +62,7 @@ from adk.execution._flink import (
     _keyed_rows,
     _KeyedStateFunction,
     _KeyFinder,
+    _NoKey,
     _raise_failures,
     _Reported,
     _shipping,
@@ -815,7 +816,8 @@ def tally(event: InputEvent, ctx: ActionContext) -> None:
     [
         ("id", ["a", "b", "a", "b"]),
         # A tuple key travels as JSON and comes back a tuple (a session's key must be hashable).
-        (lambda r: (r["id"], r["n"] > 1), [["a", False], ["b", False], ["a", True], ["b", True]]),
+        # (Its second item an int: a bool key is refused, docs/event_driven.md#what-a-key-may-be.)
+        (lambda r: (r["id"], r["n"] // 2), [["a", 0], ["b", 0], ["a", 1], ["b", 1]]),
     ],
 )
 def test_from_lists_keyed_records_are_decoded_once_each(
@@ -897,7 +899,7 @@ def test_from_list_names_a_record_whose_key_cannot_be_found_or_sent() -> None:
         match=r"the key of record 1 could not be found: KeyError: the record has no field 'id'",
     ):
         env.from_list([{"id": "a"}, {"name": "b"}], key="id")
-    with pytest.raises(ValueError, match=r"the key of record 0 \(nan\) cannot travel as JSON"):
+    with pytest.raises(ValueError, match=r"the key of record 0 \(nan\) is refused: NaN, which"):
         env.from_list([{"score": "nan"}], key=lambda r: float(r["score"]))
 
 
@@ -923,9 +925,36 @@ def test_from_list_refuses_a_key_json_would_turn_into_another(key: Any, kind: st
 
 
 def test_from_list_takes_keys_that_come_back_as_themselves() -> None:
-    for key in [None, True, 1, 1.5, "a", _Level.HIGH, ("a", (1, None))]:
+    for key in [None, 1, 2**70, "a", _Level.HIGH, ("a", (1, None))]:
         (row,) = _keyed_rows(lambda r, k=key: k, [{"id": "a"}])
         assert _decoded_key(row[0]) == key
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        (True, "a bool"),
+        (1.0, "a float"),
+        (1.5, "a float"),
+        (-0.0, "a float"),
+        (("a", False), "a bool"),
+    ],
+)
+def test_from_list_refuses_a_key_python_and_flink_compare_apart(key: Any, problem: str) -> None:
+    """``True``, ``1`` and ``1.0`` (and ``-0.0`` and ``0.0``) are one key to the operator's dicts
+    but three texts to ``key_by``: whether two such keys shared a session depended on the parallel
+    instance each was sent to. Refused where the records are listed, as locally."""
+    with pytest.raises(ValueError, match=rf"the key of record 0 \(.*\) is refused: {problem}, "):
+        _environment().from_list([{"id": "a"}], key=lambda r: key)
+
+
+def test_from_datastreams_key_finder_refuses_a_bool_key_for_its_record_alone() -> None:
+    """``key_by``'s selector in the workers: such a key fails its record (a ``_NoKey``, failed
+    by the operator under ``on_error``), as one whose key cannot be found does."""
+    found = _KeyFinder("flag", False)({"flag": True})
+    assert found == _NoKey("TypeError", found.message)
+    assert found.message.startswith("its key True is refused: a bool, which Python takes")
+    assert _KeyFinder("id", False)({"id": 7}) == 7
 
 
 class _Colour(enum.Enum):

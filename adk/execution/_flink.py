@@ -78,6 +78,7 @@ from ._records import (
     RecordError,
     _as_json,
     _json_text,
+    _KeyRefused,
     _unwritable,
     check_options,
     check_records,
@@ -1221,6 +1222,10 @@ def _jsonable(record: Any, index: int) -> Any:
 def _key_json(selector: KeySelector, data: Any, index: int) -> str:
     try:
         key = key_of(selector, data, index)
+    except _KeyRefused as exc:  # found, and of a type keys may not be (``ambiguous``)
+        raise ValueError(
+            f"the key of record {index} ({exc.key!r}) is refused: {exc.problem}"
+        ) from exc
     except Exception as exc:
         raise ValueError(
             f"the key of record {index} could not be found: {key_failure(selector, exc)}"
@@ -1255,8 +1260,7 @@ def _not_a_json_key(key: Any) -> str | None:
     if isinstance(key, _JSON_KEY_TYPES):
         return None
     return (
-        f"{type(key).__qualname__} is not a JSON key (use a str, a number, a bool, None or a "
-        "tuple of them)"
+        f"{type(key).__qualname__} is not a JSON key (use a str, an int, None or a tuple of them)"
     )
 
 

@@ -31,7 +31,7 @@ from .._doing import Doing, doing
 from .._error_pickle import reduce_error
 from .._hooks import _root_span_attributes, _run_timeout
 from .._json_where import BELOW, DEEP, ITSELF, unwritable_at
-from .._record_keys import record_key
+from .._record_keys import ambiguous, record_key
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
 from ..checkpoint.codec import (
@@ -237,7 +237,28 @@ def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
     else:
         value = selector(record)
     hash(value)  # an unhashable key fails here, for this record, with a TypeError
+    if type(value) is not str:  # the usual key: no call
+        problem = ambiguous(value)
+        if problem is not None:
+            raise _KeyRefused(problem, value)
     return value
+
+
+class _KeyRefused(TypeError):
+    """A key of a type whose equality Python and Flink disagree on (``_record_keys.ambiguous``):
+    the record fails alone, as one whose key cannot be found; ``problem`` says why, ``key`` is
+    the key refused."""
+
+    def __init__(self, problem: str, key: Any) -> None:
+        super().__init__(problem, key)
+        self.problem = problem
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"its key {self.key!r} is refused: {self.problem}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_error(self)
 
 
 _METHODS = (types.MethodType, types.BuiltinMethodType)
@@ -250,6 +271,8 @@ def key_failure(selector: KeySelector, exc: Exception) -> ErrorInfo:
     record lacking the field its key is read from. The type stays the exception's (what
     ``on_error="emit"`` outputs and ``RecordError`` report); only the message says where it came
     from. Built only when a key fails."""
+    if isinstance(exc, _KeyRefused):  # the key was found, and is refused: said as it is
+        return ErrorInfo("TypeError", str(exc))
     error = ErrorInfo.of(exc)
     if isinstance(exc, TypeError) and error.message.startswith("unhashable type"):
         message = f"its key is not hashable ({error.message}): a key must be, as a dict's is"

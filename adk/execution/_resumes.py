@@ -18,7 +18,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._record_keys import tupled
+from .._record_keys import ambiguous, tupled
 
 NEEDS_A_KEY = (
     "resumes run as records of their key, and these records have none (no key: each keeps no "
@@ -57,7 +57,11 @@ def parsed(value: Any) -> Resume:
     try:
         hash(key)
     except TypeError:
-        return _refused(f"has a key that is not a str, a number, a bool, None or an array: {key!r}")
+        return _refused(f"has a key that is not a str, an int, None or an array: {key!r}")
+    if type(key) is not str:
+        problem = ambiguous(key)
+        if problem is not None:  # no record has such a key: refused as the records' keys are
+            return _refused(f"has a key that is refused: {problem}", key)
     checkpoint_id, run_id = value.get("checkpoint_id"), value.get("run_id")
     if "key" not in value:
         return _refused("has no key: give the paused output as it is, with 'resume' added", key)
