@@ -84,6 +84,13 @@ def ambiguous(key: Any) -> str | None:
             "(1.0 is 1, -0.0 is 0.0: one key here) while Flink keys them apart; key by an int "
             "(round it) or a str"
         )
+    if kind.__module__ == "numpy" and not isinstance(key, str | bytes):
+        # Its bool (not a Number to ``numbers``) equals True and 1 as a bool does; its ints and
+        # floats are refused below too, but said in one place.
+        return (
+            f"a numpy {kind.__name__}, which Python takes for an equal int, float or bool (one "
+            "key here) while Flink keys them apart; key by int(...) or str(...)"
+        )
     if isinstance(key, numbers.Number) and not isinstance(key, int):
         return (
             f"a {type(key).__qualname__}, a number Python takes for an equal int or "

@@ -40,6 +40,7 @@ from adk import (
     register_type,
     tool,
 )
+from adk._record_keys import ambiguous
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -626,6 +627,17 @@ async def test_keys_python_takes_for_another_are_refused_and_every_other_key_is_
     )
     with pytest.raises(RecordError, match=r"record 0 \(key None\) failed: TypeError: its key True"):
         await LocalExecutionEnvironment().from_list([{"k": True}], key="k").apply(agent).to_list()
+
+
+def test_numpys_numbers_are_refused_as_keys_as_pythons_are() -> None:
+    """A key read from a DataFrame is numpy's: its ``bool_`` is no ``numbers.Number`` but equals
+    ``True`` and ``1`` all the same, and its ``int64`` equals ``1``."""
+    np = pytest.importorskip("numpy")
+    for key, kind in ((np.bool_(True), "bool"), (np.int64(1), "int64"), (np.float64(1), None)):
+        problem = ambiguous(key)
+        assert problem is not None
+        assert problem.startswith(f"a numpy {kind}," if kind else "a float,")
+    assert ambiguous(np.str_("a")) is None  # a str subclass, its text here (as a StrEnum)
 
 
 def test_a_resume_whose_key_is_refused_as_a_records_names_no_paused_record() -> None:
