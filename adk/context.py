@@ -406,7 +406,7 @@ async def generate_counted(
     if running is None:
         reply = await _call.generate(ctx, model, messages, specs, options)
     else:
-        mark = running.start(f"model {model_name_of(model)!r} (agent {ctx.agent_name!r})")
+        mark = running.start("model {!r} (agent {!r})", model_name_of(model), ctx.agent_name)
         try:
             reply = await _call.generate(ctx, model, messages, specs, options)
         finally:
