@@ -27,6 +27,7 @@ import adk
 from .. import _tool_turns
 from .._aio import finish
 from .._turns_left import count_ahead, spent_text, spent_turns, turns_limit
+from .._warned import Warned
 from ..checkpoint._state import SavedState
 from ..checkpoint.codec import STRUCTURED, CheckpointError, _json_value_at
 from ..context import generate_counted, run_model_options, stream_counted
@@ -852,7 +853,8 @@ def _saved_structured(saved: SavedState, done: dict[int, Message]) -> dict[int, 
     }
 
 
-_warned_unsaved: set[str] = set()
+_warned_unsaved = Warned()
+"""The tools ``_carried`` warned about, the last 256 of them (see ``adk._warned``)."""
 
 
 _IN_STATE = 4
@@ -889,8 +891,7 @@ def _carried(value: Any, tool: str, depth: int = 0) -> Any:
             pass
         else:
             return plain
-        if tool not in _warned_unsaved:
-            _warned_unsaved.add(tool)
+        if _warned_unsaved.first(tool):
             logging.getLogger("adk.actions").warning(
                 "tool %r returned a ToolResult.structured that a checkpoint cannot hold (%s): "
                 "it is saved as None, so the ToolResponseEvent of a resume that reads it from "

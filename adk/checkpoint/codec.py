@@ -35,6 +35,7 @@ from pydantic_core.core_schema import CoreConfig
 
 from .._json_where import DEEP, ITSELF, KEY, unwritable_at
 from .._nonfinite import nonfinite_at
+from .._warned import Warned
 from ..interrupts import AGENT_STATE
 from ..messages import Message
 
@@ -600,7 +601,9 @@ STRUCTURED = "structured"
 event, never sent to a model. Anything a tool gave, so a checkpoint or an event's JSON may not
 hold it."""
 
-_warned_structured: set[tuple[str, str]] = set()
+_warned_structured = Warned()
+"""The (tool name, place) pairs ``dropped_structured`` warned about, the last 256 of them: a set
+of every one grew by an entry per tool name for the life of the process."""
 
 
 def dropped_structured(message: Message, why: object, where: str) -> Message:
@@ -608,8 +611,7 @@ def dropped_structured(message: Message, why: object, where: str) -> Message:
     JSON) cannot hold it (``why``): a warning the first time for its tool there, rather than a
     pause or an event refused for a value beside the text the model read."""
     tool = message.name or "?"
-    if (tool, where) not in _warned_structured:
-        _warned_structured.add((tool, where))
+    if _warned_structured.first((tool, where)):
         logging.getLogger("adk.tools").warning(
             "tool %r returned a ToolResult.structured that %s cannot hold (%s): its tool "
             "message's metadata['structured'] is None there, its text kept; return JSON values "
