@@ -48,7 +48,7 @@ import threading
 import time
 import tracemalloc
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -373,7 +373,13 @@ def _grown(before: Any, after: Any, top: int = 8) -> list[str]:
     return [f"{k} {d:+d}" for d, k in sorted(changed, reverse=True)[:top] if d > 0]
 
 
-async def _mixed(runs: int, rounds: int, redis_url: str, directory: str) -> list[dict[str, Any]]:
+async def _mixed(
+    runs: int,
+    rounds: int,
+    redis_url: str,
+    directory: str,
+    on_row: Callable[[dict[str, Any]], None] | None,
+) -> list[dict[str, Any]]:
     exporter = InMemorySpanExporter()
     tracing = TracerProvider()
     tracing.add_span_processor(SimpleSpanProcessor(exporter))
@@ -437,11 +443,13 @@ async def _mixed(runs: int, rounds: int, redis_url: str, directory: str) -> list
     }
     keyed = LocalExecutionEnvironment(on_error="emit", **traced)
     totals = ActionAgent("totals", actions=[_running_total])
-    done = 0
+    done = ran = 0
 
     async def iteration() -> None:
-        nonlocal done
+        nonlocal done, ran
         done += 1
+        # Its runs: 16, an MCP one every fifth time, two resumes unless the pauses are abandoned.
+        ran += 16 + (done % 5 == 0) + (2 if done % 4 else 0)
         clerk_runner = runners["clerk"]
         assert (await clerk_runner.invoke("add")).text == "done"
         if done % 5 == 0:
@@ -509,6 +517,7 @@ async def _mixed(runs: int, rounds: int, redis_url: str, directory: str) -> list
                 {
                     "benchmark": f"soak.mixed.round{number}",
                     "iterations": done,
+                    "runs": ran,
                     "seconds": round(time.perf_counter() - started, 1),
                     "rss_growth_kib": after["rss"] - before["rss"],
                     "fd_growth": after["fds"] - before["fds"],
@@ -520,19 +529,26 @@ async def _mixed(runs: int, rounds: int, redis_url: str, directory: str) -> list
                 }
             )
             before = after
+            if on_row is not None:
+                on_row(rows[-1])
     finally:
         for runner in runners.values():
             await runner.aclose()
+        await sqlite.aclose()
+        await redis.aclose()
         await asyncio.to_thread(http.stop)
     return rows
 
 
-def run_mixed(runs: int = 300, rounds: int = 4) -> list[dict[str, Any]]:
-    """One row per round of ``runs`` iterations of the mixed soak (Redis needed: skipped without)."""
+def run_mixed(
+    runs: int = 300, rounds: int = 4, on_row: Callable[[dict[str, Any]], None] | None = None
+) -> list[dict[str, Any]]:
+    """One row per round of ``runs`` iterations of the mixed soak, each also given to ``on_row``
+    as its round ends (Redis needed: skipped without)."""
     with tempfile.TemporaryDirectory(prefix="pyadk-soak-") as directory:
         try:
             with run_redis() as redis:
-                return asyncio.run(_mixed(runs, rounds, redis.url, directory))
+                return asyncio.run(_mixed(runs, rounds, redis.url, directory, on_row))
         except ServiceUnavailable as exc:
             return [{"benchmark": "soak.mixed", "skipped": str(exc)}]
 
@@ -545,13 +561,18 @@ def main() -> None:
     parser.add_argument("--mixed", action="store_true", help="a service's mixed traffic instead")
     parser.add_argument("--rounds", type=int, default=4, help="--mixed: rounds of --runs")
     args = parser.parse_args()
+
+    def show(row: dict[str, Any]) -> None:
+        print(", ".join(f"{key}={value}" for key, value in row.items()), flush=True)
+
     if args.mixed:
-        for row in run_mixed(args.runs or 300, args.rounds):
-            print(", ".join(f"{key}={value}" for key, value in row.items()), flush=True)
+        for row in run_mixed(args.runs or 300, args.rounds, show):
+            if "skipped" in row:
+                show(row)
         return
     stores = tuple(args.store) if args.store else STORES
     for row in run(args.runs or 5000, stores, (True,) if args.tracing else (False, True)):
-        print(", ".join(f"{key}={value}" for key, value in row.items()), flush=True)
+        show(row)
 
 
 if __name__ == "__main__":
