@@ -164,6 +164,7 @@ class Reply:
     reasoning_blocks: int = 1
     arguments_resent: str | None = None
     arguments_done_only: bool = False
+    reset: bool = False
 
     @property
     def finish(self) -> str | None:
@@ -486,6 +487,9 @@ class OpenAIServer:
             self.signatures_given.add(signature)
             reply = dataclasses.replace(reply, signature=signature)
         if reply.delay and reply.stall_after is None and await self._hung_up(reader, reply.delay):
+            return False
+        if reply.reset:
+            writer.transport.abort()  # no status line, no body: the client's read fails at once
             return False
         if reply.raw is not None:
             await self._send_bytes(writer, reply.status, reply.raw, reply.content_type)

@@ -1986,6 +1986,25 @@ async def test_connection_refused_is_retried_then_surfaced() -> None:
             await model.generate([Message.user("hi")])
 
 
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_connection_reset_before_any_answer_is_retried_then_surfaced(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    """A load balancer whose backend died mid-request drops the connection with no answer at
+    all: a failure without a status, retried (nothing reached the caller), and named once the
+    attempts run out."""
+    server.script(Reply(reset=True), Reply(text="second try"))
+    async with make_model(server, api) as model:
+        assert (await call(model, streaming, [Message.user("hi")])).content == "second try"
+    server.script(*[Reply(reset=True)] * 3)
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=r"connection error.*gave up after 3 attempts") as e:
+            await call(model, streaming, [Message.user("hi")])
+    assert e.value.status is None
+    assert len(server.requests) == 5
+
+
 def test_retry_after_header_forms() -> None:
     assert retry_after_seconds({"retry-after": "2"}) == 2.0
     assert retry_after_seconds({"retry-after": "0.25"}) == 0.25
