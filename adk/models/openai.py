@@ -160,7 +160,8 @@ class OpenAIChatModel(SharedCloseable):
 
     Retries follow ``retry`` (tenacity): connection errors, timeouts, HTTP 408/409/429/5xx (not a
     429 saying the quota is exhausted, ``insufficient_quota``), waiting
-    what Retry-After says (capped at ``max_delay``) or exponential backoff with jitter. The SDK's own
+    what Retry-After says (even beyond ``max_delay``, up to ``RETRY_AFTER_LIMIT``, 60 s; a
+    server asking for longer is not retried) or exponential backoff with jitter. The SDK's own
     retries are off so nothing retries twice. Other failures raise :class:`ModelError` at once, naming
     the status and the server's message. A stream is retried only before its first chunk reached the
     caller (an error event it sends before then counts as the status its code stands for, see
