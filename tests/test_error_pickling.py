@@ -138,7 +138,11 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     ],
     SessionNotSaved: [_made(SessionNotSaved(2, "a", "the close cut it off"))],
     _KeyRefused: [_made(_KeyRefused("a bool", True))],
-    ModelError: [_made(ModelError("rate limited", status=429)), _made(ModelError("no status"))],
+    ModelError: [
+        _made(ModelError("rate limited", status=429)),
+        _made(ModelError("rate limited", status=429, retry_after=7.5)),
+        _made(ModelError("no status")),
+    ],
     CheckpointStoreError: [
         _made(CheckpointStoreError("down", backend="redis", operation="get", checkpoint_id="c1"))
     ],

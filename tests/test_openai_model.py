@@ -27,7 +27,7 @@ from conftest import run_events, wire_model
 from openai.types.chat import ChatCompletionChunk
 from openai_server import Call, OpenAIServer, Reply, reasoning_details_of
 
-from adk import RunContext, Runner, SequentialAgent, tool
+from adk import RunContext, RunError, Runner, SequentialAgent, tool
 from adk.callbacks import Callbacks, ModelRequest
 from adk.checkpoint.codec import from_json_value, to_json_value
 from adk.messages import Message, MessageChunk, Role, ToolCall, Usage, join_chunks
@@ -1742,6 +1742,50 @@ async def test_429_retry_after_is_honoured(server: OpenAIServer) -> None:
         assert (await model.generate([Message.user("hi")])).content == "ok"
     first, second = server.requests
     assert second.received_at - first.received_at >= 0.2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_model_error_carries_the_wait_the_server_asked_for(
+    server: OpenAIServer, api: str
+) -> None:
+    """docs/models.md: a service whose own queue paces rate limits leaves 429 out of the
+    retries; the ModelError says how long the server asked it to wait (seconds or an HTTP
+    date), as it does for a wait too long to retry and for the last answer of retries run out.
+    Before, the error held the status alone, and the header only in the SDK's error it was
+    raised from, which an error quoting a cut or keyed answer leaves out of its chain."""
+    paced = RetryPolicy(max_attempts=3, retry_on_status=RetryPolicy.TRANSIENT_STATUS - {429})
+    server.script(
+        Reply(status=429, error="slow down", retry_after="7"),
+        Reply(status=429, retry_after=formatdate(time.time() + 120, usegmt=True)),
+        Reply(status=503, error="busy", retry_after="3600"),
+    )
+    waits = []
+    async with wire_model(server, api, retry=paced) as model:
+        for _ in range(3):
+            with pytest.raises(ModelError) as failed:
+                await model.generate([Message.user("hi")])
+            waits.append(failed.value.retry_after)
+    assert waits[0] == 7.0 and 100 < waits[1] <= 120 and waits[2] == 3600.0
+    assert len(server.requests) == 3  # none was retried
+    key = "sk-proj-0123456789abcdef"
+    server.script(Reply(status=429, error=f"Key {key} is rate limited", retry_after="5"))
+    async with wire_model(server, api, api_key=key, retry=paced) as model:
+        with pytest.raises(ModelError) as masked:
+            await model.generate([Message.user("hi")])
+    assert key not in str(masked.value) and masked.value.__cause__ is None
+    assert masked.value.retry_after == 5.0  # the masked error made anew keeps it
+    server.script(
+        Reply(status=503, retry_after="0"), Reply(status=503, retry_after="0.01"), Reply(status=500)
+    )
+    async with wire_model(server, api, retry=RetryPolicy(max_attempts=2, initial_delay=0)) as model:
+        runner = Runner(ReActAgent("r", model=model), enable_streaming=True)
+        with pytest.raises(RunError) as stopped:
+            await runner.invoke("hi")
+        assert isinstance(stopped.value.__cause__, ModelError)
+        assert stopped.value.__cause__.retry_after == 0.01  # the last answer's
+        with pytest.raises(ModelError) as unsaid:
+            await model.generate([Message.user("hi")])
+    assert unsaid.value.status == 500 and unsaid.value.retry_after is None
 
 
 async def test_retry_after_beats_max_delay(server: OpenAIServer) -> None:

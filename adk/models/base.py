@@ -200,11 +200,17 @@ def _status_of(error: BaseException) -> int | None:
 
 
 class ModelError(Exception):
-    """A model call failed for good (after any retries); ``status`` is the HTTP status if known."""
+    """A model call failed for good (after any retries); ``status`` is the HTTP status if known,
+    ``retry_after`` the seconds the server asked to wait before another try (its
+    ``Retry-After``), if it said: a service pacing its own retries (a queue, a fallback, its own
+    client's ``Retry-After``) reads it here."""
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
 @runtime_checkable

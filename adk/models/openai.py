@@ -862,7 +862,9 @@ class OpenAIChatModel(SharedCloseable):
             named = _tool_named(said, request)
             return self._quoting(
                 ModelError(
-                    f"{where} HTTP {status}: {said}{named}{tries}{wait}{check}", status=status
+                    f"{where} HTTP {status}: {said}{named}{tries}{wait}{check}",
+                    status=status,
+                    retry_after=_retry_after(exc),
                 ),
                 said,
                 exc,
@@ -901,7 +903,9 @@ class OpenAIChatModel(SharedCloseable):
         if isinstance(exc, _StreamTruncated):
             return ModelError(f"{where} the stream ended before the model finished{tries}")
         if isinstance(exc, ModelError):  # reported inside a stream, or an unusable 200 answer
-            return self._key_masked(ModelError(f"{where} {exc}{tries}", status=exc.status))
+            return self._key_masked(
+                ModelError(f"{where} {exc}{tries}", status=exc.status, retry_after=exc.retry_after)
+            )
         if isinstance(exc, json.JSONDecodeError):  # the SDK parsing a body or stream event
             # the key masked before the cut, which would leave part of a key it went through
             doc = unkeyed(exc.doc, self._own_key())
@@ -941,7 +945,9 @@ class OpenAIChatModel(SharedCloseable):
         key = self._own_key()
         if not quotes_key(str(error), key):
             return error
-        masked = ModelError(unkeyed(str(error), key), status=error.status)
+        masked = ModelError(
+            unkeyed(str(error), key), status=error.status, retry_after=error.retry_after
+        )
         if getattr(error, "_adk_untyped", False):
             _untyped(masked)
         masked._adk_quoted_cause = True  # type: ignore[attr-defined]  # see _send
@@ -981,7 +987,9 @@ class OpenAIChatModel(SharedCloseable):
         long answer, ``_bounded``)."""
         key = self._own_key()
         if quotes_key(said, key):  # (the rest of the text is ours: URL, model name)
-            error = ModelError(unkeyed(str(error), key), status=error.status)
+            error = ModelError(
+                unkeyed(str(error), key), status=error.status, retry_after=error.retry_after
+            )
         elif not cut and not quotes_key(str(exc), key) and _ECHOED_INPUT.search(str(exc)) is None:
             return error
         error._adk_quoted_cause = True  # type: ignore[attr-defined]  # see _send
