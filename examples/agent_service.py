@@ -609,7 +609,13 @@ async def _sse(
             on_pause(event.interrupted.checkpoint_id)
             yield _event("paused", event.to_dict()["action"]["interrupted"])
         else:
-            yield _event("event", event.to_dict())
+            data = event.to_dict()
+            if event.error is not None:  # written for the operator (the model's endpoint, the
+                # provider's words, which may name the account): logged, and the client told
+                # what it can act on
+                logger.error("a run failed: %s: %s", event.error.type, event.error.message)
+                data["error"] = {"type": event.error.type, "message": "the run failed; try again"}
+            yield _event("event", data)
 
 
 def _event(name: str, data: Any) -> str:
