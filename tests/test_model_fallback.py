@@ -139,7 +139,7 @@ async def test_both_providers_down_is_an_error_naming_both(
 ) -> None:
     first, second = servers
     first.default = Reply(status=503, error="overloaded")
-    second.default = Reply(status=502, error="bad gateway")
+    second.default = Reply(status=502, error="bad gateway", retry_after="0")
     agent = ReActAgent("support", fallback(first, second))
     async with adk.Runner(agent, enable_streaming=streaming) as runner:
         with pytest.raises(adk.RunError) as failed:
@@ -151,3 +151,4 @@ async def test_both_providers_down_is_an_error_naming_both(
     assert "12345" not in message  # what the user said is not in what the service logs
     assert isinstance(failed.value.__cause__, adk.ModelError)
     assert failed.value.__cause__.status == 502
+    assert failed.value.__cause__.retry_after == 0.0  # the second's, for the service to pass on
