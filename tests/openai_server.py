@@ -115,7 +115,10 @@ class Reply:
     without them (OpenAI's gpt-5.3-codex-spark sends no deltas; some gateways then an item
     with empty arguments). ``endless`` is an event sent again and
     again after the stream's events, until the client hangs up (a server stuck sending empty
-    chunks).
+    chunks). ``reset`` drops the connection once the request is read, with no answer at all (a
+    load balancer whose backend died mid-request), streamed or not. ``should_retry`` sends an
+    HTTP error's ``x-should-retry`` header (``"false"``: the server, or a gateway that already
+    retried upstream, says another attempt fails alike).
     """
 
     text: str = ""
@@ -165,6 +168,7 @@ class Reply:
     arguments_resent: str | None = None
     arguments_done_only: bool = False
     reset: bool = False
+    should_retry: str | None = None
 
     @property
     def finish(self) -> str | None:
@@ -496,6 +500,8 @@ class OpenAIServer:
             return True
         if reply.status >= 400:
             extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
+            if reply.should_retry is not None:
+                extra["x-should-retry"] = reply.should_retry
             if reply.echo_request:
                 await self._send_json(writer, reply.status, _validation_error(reply, body), extra)
                 return True

@@ -1788,6 +1788,29 @@ async def test_a_model_error_carries_the_wait_the_server_asked_for(
     assert unsaid.value.status == 500 and unsaid.value.retry_after is None
 
 
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_server_saying_not_to_retry_is_not_retried(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    """``x-should-retry: false``, which the openai (and anthropic) client obeys and a gateway
+    that already retried or failed over upstream sends: another attempt would fail alike, and
+    each is waited on (and may be billed). With the client's own retries off, the adapter
+    retried it as its status says; a ``true`` or no header leaves the status to decide."""
+    server.script(
+        Reply(status=503, error="all upstreams failed", should_retry="false"),
+        Reply(status=503, should_retry="true"),
+        Reply(text="second try"),
+    )
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=r"HTTP 503: all upstreams failed") as failed:
+            await call(model, streaming, [Message.user("hi")])
+        assert failed.value.status == 503 and "attempts" not in str(failed.value)
+        assert "x-should-retry" in str(failed.value)  # says why it was not retried
+        assert (await call(model, streaming, [Message.user("hi")])).content == "second try"
+    assert len(server.requests) == 3
+
+
 async def test_retry_after_beats_max_delay(server: OpenAIServer) -> None:
     """Retrying sooner than the server asked would only be refused again."""
     server.script(Reply(status=429, error="slow down", retry_after="0.3"), Reply(text="ok"))

@@ -848,6 +848,8 @@ class OpenAIChatModel(SharedCloseable):
                 if hinted is not None and hinted > RETRY_AFTER_LIMIT
                 else ""
             )
+            if _told_not_to_retry(exc) and _is_transient_status(status, exc.body, self._retry):
+                wait = " (not retried: the server's x-should-retry said false)"
             said, cut = self._bounded(_server_message(exc, self._own_key()))
             # A 404 is a model name the server does not have (OpenAI's "The model ... does not
             # exist") or a base_url off the server's API ("404 page not found", a gateway's
@@ -1194,6 +1196,8 @@ def _illegal_header(cause: BaseException | None) -> bool:
 
 
 def _is_transient(exc: BaseException, policy: RetryPolicy) -> bool:
+    if _told_not_to_retry(exc):
+        return False
     if isinstance(exc, openai.APIError) and _failed_generation(exc.body):
         # Asked again while the policy retries statuses at all: each retry is a generation
         # billed, which a user who turned status retries off (an empty set) did not ask for.
@@ -1253,6 +1257,18 @@ def _is_quota(body: object) -> bool:
     """Whether an error body is OpenAI's (and Azure's) exhausted quota, sent with status 429 like a
     rate limit."""
     return isinstance(body, dict) and "insufficient_quota" in (body.get("code"), body.get("type"))
+
+
+def _told_not_to_retry(exc: BaseException) -> bool:
+    """Whether an HTTP error came with ``x-should-retry: false``: the header the openai and
+    anthropic clients obey (and which, their retries being off, only this adapter reads), sent by
+    a server, or a gateway that already retried or failed over upstream, to say another attempt
+    would fail alike. (``true`` adds nothing to the policy: the status decides, as
+    ``retry_on_status`` says.)"""
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    said = exc.response.headers.get("x-should-retry")
+    return isinstance(said, str) and said.strip().lower() == "false"
 
 
 def _retry_after(exc: BaseException) -> float | None:
