@@ -159,7 +159,8 @@ class OpenAIChatModel(SharedCloseable):
     failure; when attempts run out, :class:`ModelError` says the request timed out.
 
     Retries follow ``retry`` (tenacity): connection errors, timeouts, HTTP 408/409/429/5xx (not a
-    429 saying the quota is exhausted, ``insufficient_quota``), waiting
+    429 saying the quota is exhausted, ``insufficient_quota``, nor an error the server sent with
+    ``x-should-retry: false``), waiting
     what Retry-After says (even beyond ``max_delay``, up to ``RETRY_AFTER_LIMIT``, 60 s; a
     server asking for longer is not retried) or exponential backoff with jitter. The SDK's own
     retries are off so nothing retries twice. Other failures raise :class:`ModelError` at once, naming
