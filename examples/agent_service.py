@@ -610,11 +610,13 @@ async def _sse(
             yield _event("paused", event.to_dict()["action"]["interrupted"])
         else:
             data = event.to_dict()
-            if event.error is not None:  # written for the operator (the model's endpoint, the
-                # provider's words, which may name the account): logged, and the client told
-                # what it can act on
-                logger.error("a run failed: %s: %s", event.error.type, event.error.message)
-                data["error"] = {"type": event.error.type, "message": "the run failed; try again"}
+            if event.error is not None and event.error.type == "ModelError":
+                # A model's failure names its endpoint and quotes its provider, whose words may
+                # name the account (OpenAI's rate limit names the organization): logged for the
+                # operator, the client told what it can act on. (The service's own failures, a
+                # store down, it explains to the client as its other answers do.)
+                logger.error("a model failed: %s", event.error.message)
+                data["error"] = {"type": "ModelError", "message": "the model failed; try again"}
             yield _event("event", data)
 
 
