@@ -94,10 +94,13 @@ async def test_a_message_over_the_cap_is_refused_unkept_and_the_session_goes_on(
     """A stdio server's message over the cap (``_MAX_EVENT_SIZE``, 64 MiB; 1 MiB here, so the
     server's 2 MB ones are over it) is not kept: an answer, its ``id`` first (the Python SDK's
     order) or last (the TypeScript SDK's), fails its call at once with an error result saying
-    so, and the connection goes on; a message naming no request (a 2 MB log message) ends the
-    connection with a warning naming the server, its call failing at once as a lost connection,
-    and the next call reconnects. Before, every message was read whole however large (and in
-    time quadratic in its size): the 2 MB result arrived."""
+    so, and the connection goes on; a notification (a 2 MB log message) is dropped with a
+    warning naming the server and its method, and the connection goes on (it ended the
+    connection, the call waiting on it failing as a lost connection: a chatty server's log
+    killed calls that were fine); a message naming no call it could fail (a 2 MB sampling request
+    of the server's) ends the connection with a warning naming the server, its call failing at
+    once as a lost connection, and the next call reconnects. Before, every message was read
+    whole however large (and in time quadratic in its size): the 2 MB result arrived."""
     assert stdio_reader.READABLE, (
         "the installed mcp package lacks the private stdio helpers adk.mcp._stdio calls "
         f"({', '.join(stdio_reader._HELPERS)}): StdioServer fell back to its stdio_client"
@@ -116,13 +119,22 @@ async def test_a_message_over_the_cap_is_refused_unkept_and_the_session_goes_on(
         under = await tools["sized"].run('{"size": 1000000}', None)  # type: ignore[arg-type]
         assert not under.is_error and under.content == "x" * 1_000_000
         with caplog.at_level(logging.WARNING, logger="adk.mcp"):
-            lost = await tools["two_megabytes_log"].run("{}", None)  # type: ignore[arg-type]
+            logged = await tools["two_megabytes_log"].run("{}", None)  # type: ignore[arg-type]
+        assert not logged.is_error and logged.content == "logged", logged.content
+        [warning] = [r.getMessage() for r in caplog.records if "bytes, over the" in r.getMessage()]
+        assert "hostile_server.py" in warning and "(notifications/message)" in warning
+        assert "the connection goes on" in warning
+        assert toolset._session.connections_opened == 1
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="adk.mcp"):
+            lost = await tools["two_megabytes_request"].run("{}", None)  # type: ignore[arg-type]
         assert lost.is_error and "connection to MCP server" in lost.content, lost.content
         assert "timed out" not in lost.content
         [warning] = [r.getMessage() for r in caplog.records if "bytes, over the" in r.getMessage()]
         assert "hostile_server.py" in warning and "the connection is closed" in warning
         ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
         assert not ok.is_error and ok.content == "ok ran"
+        assert toolset._session.connections_opened == 2
 
 
 async def test_an_answer_that_is_not_utf8_fails_its_call_at_once_and_the_session_goes_on() -> None:
@@ -137,6 +149,11 @@ async def test_an_answer_that_is_not_utf8_fails_its_call_at_once_and_the_session
         assert "the server's answer is not utf-8 text (invalid start byte at byte" in bad.content
         ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
         assert not ok.is_error and ok.content == "ok ran"
+        # A log message that is not UTF-8 answers no call: dropped, the connection goes on (it
+        # ended the connection, the call failing as a lost connection).
+        logged = await tools["not_utf8_log"].run("{}", None)  # type: ignore[arg-type]
+        assert not logged.is_error and logged.content == "logged", logged.content
+        assert toolset._session.connections_opened == 1
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,15 @@ each new chunk only: linear. A message longer than the cap it is given (64 MiB, 
 ``HTTPServer``'s single event has: ``_servers._MAX_EVENT_SIZE``) is not kept: the rest of its
 line is read and dropped, its start and end kept to find whose answer it is, and that request is
 answered with an error saying so (the tool's call gets an error result; the connection goes on).
-One naming no request it can be told to answer (a notification or a request of the server's, or
-an answer whose start does not show it one, ``result`` or ``error`` after its ``id`` or first with
-its ``id`` last, in its first and last few hundred bytes) ends the
-connection, with a warning naming the server: a request it answered would otherwise wait out its
-whole timeout. A line that is not text in the server's encoding (UTF-8) is treated alike.
+A notification (its start, ``{"jsonrpc": "2.0", "method": "notifications/...``, shows it one: MCP
+names every notification so, and no request) is dropped, with a warning naming the server and
+the notification's method: a chatty server's log or progress message over the cap answers no
+call and must not end the calls that are fine. One naming no request it can be told to answer
+otherwise (a request of the server's, or an answer whose start does not show it one, ``result``
+or ``error`` after its ``id`` or first with its ``id`` last, in its first and last few hundred
+bytes) ends the connection, with a warning naming the server: a request it answered would
+otherwise wait out its whole timeout. A line that is not text in the server's encoding (UTF-8) is
+treated alike.
 
 Everything else (the process's spawn in its own process group, the environment, the shutdown
 sequence, the writer) is the package's own, called as its ``stdio_client`` calls it.
@@ -77,6 +81,16 @@ _ID_FIRST = re.compile(
 # is not read as an answer from its end: the ``id`` there may be a request's.
 _ANSWER_FIRST = re.compile(rb"\A\s*\{\s*" + _JSONRPC + rb'"(?:result|error)"\s*:')
 _ID_LAST = re.compile(rb',\s*"id"\s*:\s*' + _ID + rb"\s*\}\s*\Z")
+# ``{"jsonrpc": "2.0", "method": "notifications/message", ...`` (the Python SDK's order) or
+# ``{"method": "notifications/progress", ...`` (the TypeScript SDK's): a notification, whose method
+# MCP names ``notifications/...`` and no request's. Its method is kept to name it in a warning.
+_NOTIFICATION = re.compile(
+    rb"\A\s*\{\s*" + _JSONRPC + rb'"method"\s*:\s*"(notifications/[^"\\]{0,100})"'
+)
+
+
+_DROPPED = ValueError("an unreadable notification, dropped")
+"""What ``unread`` gives for a notification it cannot read: nothing is passed on."""
 
 
 class _Oversized:
@@ -157,6 +171,18 @@ class _Lines:
         return taken
 
 
+def _notification(head: bytes) -> str | None:
+    """The method of the notification a line starts as (``head``), shown safely (its bytes
+    decoded with replacement, escaped as a server's text in a log is); None when its start does
+    not show it a notification."""
+    found = _NOTIFICATION.match(head)
+    if found is None:
+        return None
+    from ._hooks import _loggable
+
+    return _loggable(found.group(1).decode("utf-8", "replace"))
+
+
 def _refusal(request_id: int | str, why: str) -> SessionMessage:
     """The error answering the request ``request_id``, whose answer could not be read: ``why``."""
     from mcp.types import INTERNAL_ERROR, ErrorData, JSONRPCError
@@ -191,7 +217,8 @@ async def stdio_transport(
 
     def unread(line: bytes | _Oversized) -> SessionMessage | Exception | None:
         """What the session is given for ``line``: its message, an error answering its request
-        when it cannot be read (over the cap, not text), or None when it is unreadable and
+        when it cannot be read (over the cap, not text), ``_DROPPED`` for an unreadable
+        notification (nothing: the connection goes on), or None when it is unreadable and
         answers no request it could be told to (the connection is to end)."""
         if isinstance(line, _Oversized):
             head, tail = line.head, line.tail
@@ -206,6 +233,16 @@ async def stdio_transport(
                 why = f"is not {server.encoding} text ({exc.reason} at byte {exc.start})"
         request_id = _request_id(head, tail)
         if request_id is None:
+            method = _notification(head)
+            if method is not None:
+                logger.warning(
+                    "MCP server '%s' sent a notification (%s) that %s: it is dropped unread, "
+                    "and the connection goes on",
+                    shown,
+                    method,
+                    why.replace("was ", "is ", 1),
+                )
+                return _DROPPED
             logger.warning(
                 "MCP server '%s' sent a message that %s, answering no request it could be told "
                 "to: the connection is closed",
@@ -220,6 +257,8 @@ async def stdio_transport(
         message = unread(line)
         if message is None:
             return False
+        if message is _DROPPED:
+            return True
         try:
             await read_stream_writer.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):

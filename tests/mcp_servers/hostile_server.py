@@ -94,12 +94,20 @@ CLASHING = ("a.b", "a b", "a-b")
 """Tools listed by ``clashing`` (in this order) and ``clashing_reversed``: ``a.b`` and ``a b``
 are both ``a_b`` made fit for model APIs."""
 
-OVERSIZED = ("two_megabytes_id_last", "two_megabytes_log", "sized", "not_utf8")
+OVERSIZED = (
+    "two_megabytes_id_last",
+    "two_megabytes_log",
+    "two_megabytes_request",
+    "sized",
+    "not_utf8",
+    "not_utf8_log",
+)
 """Tools answered with messages larger than a test sets the client's cap to: the 2 MB result
 with its ``id`` written last (the TypeScript SDK's order: ``{"result": ..., "jsonrpc", "id"}``),
-a 2 MB log notification (naming no request) before a short answer, and a result of ``size``
-characters (its argument); and an answer whose text holds bytes that are not UTF-8
-(``not_utf8``)."""
+a 2 MB log notification (naming no request) before a short answer, a 2 MB sampling request of
+the server's own (no answer follows), and a result of ``size`` characters (its argument); and an
+answer whose text holds bytes that are not UTF-8 (``not_utf8``), or a log notification holding
+them before a short answer (``not_utf8_log``)."""
 
 FORGED_LOG = {
     "level": "warning",
@@ -249,6 +257,17 @@ def main(kind: str) -> None:
             if name == "two_megabytes_log":
                 log = {"level": "info", "logger": "hostile", "data": "x" * 2_000_000}
                 _send({"jsonrpc": "2.0", "method": "notifications/message", "params": log})
+                _send({"jsonrpc": "2.0", "id": request["id"], "result": _text("logged")})
+                continue
+            if name == "two_megabytes_request":
+                params = {"messages": [_text("x" * 2_000_000)], "maxTokens": 5}
+                request = {"jsonrpc": "2.0", "id": "big", "method": "sampling/createMessage"}
+                _send({**request, "params": params})
+                continue
+            if name == "not_utf8_log":
+                line = '{"jsonrpc": "2.0", "method": "notifications/message", "params": '
+                line += '{"level": "info", "data": "\xff\xfe"}}\n'
+                sys.stdout.buffer.write(line.encode("latin-1"))
                 _send({"jsonrpc": "2.0", "id": request["id"], "result": _text("logged")})
                 continue
             if name == "not_utf8":
