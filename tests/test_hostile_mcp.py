@@ -358,7 +358,10 @@ class _RawHTTP(BaseHTTPRequestHandler):
     """Streamable HTTP written by hand (the ``mcp`` package's server checks what it lists): the
     ``schemas`` tools in two pages, each answer as JSON or as an SSE event (``server.sse``), under
     the request's id or that id as a string (``server.str_ids``). ``two_megabytes`` answers 2 MB
-    of text, ``gzipped`` the same compressed to 2 KB."""
+    of text, ``gzipped`` the same compressed to 2 KB. As a proxy in front of a server may:
+    ``reset`` closes its connection without an answer, as do the next ``server.reset_listings``
+    listings, and ``bad_gateway`` is answered 502 with a page of HTML (escapes in it); ``slow``
+    is answered once ``gate`` was called (``server.slow_came`` set when it came)."""
 
     server: Any
 
@@ -391,6 +394,26 @@ class _RawHTTP(BaseHTTPRequestHandler):
             self.end_headers()
             return
         method, params = body["method"], body.get("params") or {}
+        name = params.get("name") if method == "tools/call" else None
+        listing = method == "tools/list" and self.server.reset_listings
+        if name == "reset" or listing:
+            if listing:
+                self.server.reset_listings -= 1
+            self.close_connection = True  # no answer: the client reads a closed connection
+            return
+        if name == "bad_gateway":
+            page = PROXY_PAGE.encode()
+            self.send_response(502)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
+        if name == "slow":
+            self.server.slow_came.set()
+            self.server.gate.wait(TIMEOUT)
+        elif name == "gate":
+            self.server.gate.set()
         result: dict[str, Any] = {}
         if method == "initialize":
             result = {
@@ -399,7 +422,8 @@ class _RawHTTP(BaseHTTPRequestHandler):
                 "serverInfo": {"name": "raw", "version": "0"},
             }
         elif method == "tools/list":
-            tools = hostile_tools("schemas")
+            proxied = [{"name": name, "inputSchema": {"type": "object"}} for name in PROXIED]
+            tools = hostile_tools("schemas") + proxied
             half = len(tools) // 2
             paged = {"tools": tools[:half], "nextCursor": "2"}
             result = {"tools": tools[half:]} if params.get("cursor") else paged
@@ -424,10 +448,21 @@ class _RawHTTP(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+PROXIED = ("reset", "bad_gateway", "slow", "gate")
+PROXY_PAGE = (
+    "<html>\r\n<head><title>502 Bad Gateway\x1b[2J</title></head>\r\n<body>\r\n"
+    "<center><h1>502 Bad Gateway</h1></center>\r\n" + "<!-- padding -->\r\n" * 300 + "</body>"
+)
+"""A proxy's answer when the server behind it failed, as nginx writes it (padded to some KB, as
+its pages are for old browsers), with an escape clearing a terminal in its title."""
+
+
 @pytest.fixture(scope="module")
 def raw_http() -> Iterator[Any]:
     server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _RawHTTP)
     server.cut_notification_answers = False
+    server.reset_listings = 0
+    server.gate, server.slow_came = threading.Event(), threading.Event()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -502,6 +537,53 @@ async def test_a_json_answer_to_a_notification_is_left_unread_as_the_mcp_client_
         raw_http.cut_notification_answers = False
     assert accepted.is_error and "202 Accepted" in accepted.content, accepted
     assert ran.content == "wait ran" and not ran.is_error, ran
+
+
+async def test_one_failed_http_exchange_fails_its_call_alone_and_the_session_goes_on(
+    raw_http: Any,
+) -> None:
+    """A POST whose connection is closed before its answer (a proxy dropping one connection, a
+    reset) fails its call alone, saying so, and the call in flight beside it is answered on the
+    same session. Before, the failure ended the ``mcp`` client's transport: the session and every
+    call in flight on it were lost ("the connection ... was lost while tool 'slow' was
+    running"), for one failed request. A listing whose exchange fails is asked again on the same
+    session (it failed over to a new one before: here, a second session)."""
+    raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, False
+    raw_http.gate.clear()
+    raw_http.slow_came.clear()
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+        raw_http.reset_listings = 1
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        assert raw_http.reset_listings == 0
+        slow = asyncio.ensure_future(tools["slow"].run("{}", None))  # type: ignore[arg-type]
+        await asyncio.to_thread(raw_http.slow_came.wait, TIMEOUT)
+        reset = await tools["reset"].run("{}", None)  # type: ignore[arg-type]
+        opened = await tools["gate"].run("{}", None)  # type: ignore[arg-type]
+        answered = await slow
+        assert toolset._session.connections_opened == 1
+    assert reset.is_error and reset.content.startswith("Error: tool 'reset' failed: "), reset
+    assert "the HTTP exchange with the server failed before its answer came" in reset.content
+    assert "RemoteProtocolError" in reset.content and "may have reached it" in reset.content
+    assert opened.content == "gate ran" and not opened.is_error
+    assert answered.content == "slow ran" and not answered.is_error, answered
+
+
+async def test_a_proxys_error_page_is_given_by_its_title_escaped_and_bounded(
+    raw_http: Any,
+) -> None:
+    """A proxy's 502 page of some KB fails its call alone with the page's title, its control
+    characters escaped: the body, whitespace joined, went into the error the model reads (and a
+    run keeps, an application logs) as 300 characters of markup, a terminal's escape in it."""
+    raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, False
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        failed = await tools["bad_gateway"].run("{}", None)  # type: ignore[arg-type]
+        ok = await tools["gate"].run("{}", None)  # type: ignore[arg-type]
+    assert failed.is_error and "(HTTP 502 Bad Gateway: 502 Bad Gateway\\x1b[2J)" in failed.content
+    assert "\x1b" not in failed.content and "<" not in failed.content, failed.content
+    assert ok.content == "gate ran"
 
 
 @pytest.mark.parametrize(

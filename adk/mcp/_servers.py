@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import shutil
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
 
 __all__ = ["HTTPServer", "SSEServer", "ServerConfig", "StdioServer"]
+
+logger = logging.getLogger("adk.mcp")
 
 # How long an idle server-to-client event stream may stay silent before the HTTP client gives up on
 # it. Deliberately long: a server legitimately sends nothing while no tool list changes. Tool calls
@@ -129,13 +132,17 @@ class _Delivery:
     ``failure`` is what the first request answered with an HTTP error status said (``HTTP 401
     Unauthorized: <the body, shortened>``): the mcp client reports such an answer, unless its body
     is a JSON-RPC error, as "Server returned an error response", without status or words.
+    ``broken``: an exchange of one of its requests failed after its connection was open.
     """
 
-    __slots__ = ("every_request", "failure", "reached", "refused", "requests")
+    __slots__ = ("broken", "every_request", "failure", "reached", "refused", "requests")
 
     def __init__(self, *, every_request: bool = False, watch_reach: bool = False) -> None:
         self.requests = 0
         self.refused = False
+        # Whether a request's HTTP exchange failed once its connection was open (``_RefusalWatch``:
+        # answered with an error in its stead, the session kept); a listing asks again.
+        self.broken = False
         self.every_request = every_request
         self.failure: str | None = None
         # With ``watch_reach`` (a handshake's): whether a connection to the server was opened,
@@ -282,16 +289,34 @@ async def _capped(request: httpx2.Request, response: httpx2.Response) -> httpx2.
     )
 
 
+_FAILURE_CHARS = 300  # of an error answer's body in a failure's reason
+_TITLE = re.compile(r"<title[^>]*>(.{0,300}?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^<>]{0,2000}>")
+
+
 async def _failure_text(response: httpx2.Response) -> str:
     """``HTTP 401 Unauthorized: <what the body says, up to 300 characters>``, or "" for a JSON-RPC
     error: the mcp client reports its message, so the body would only repeat it, as raw JSON in
-    a text the model reads (2026-07-28 servers answer every JSON-RPC error with HTTP 400)."""
+    a text the model reads (2026-07-28 servers answer every JSON-RPC error with HTTP 400).
+
+    The body is the server's (or a proxy's) text in an error the model reads, a run's history and
+    checkpoint keep and an application logs: its control characters and bidi overrides are
+    escaped as a server's log message is (``_hooks._loggable``: a proxy's page could clear the
+    terminal of whoever reads it), and an HTML page (a proxy's ``502 Bad Gateway``, of some KB)
+    is given by its title, or its text without tags, not as markup."""
     said = await _body_text(response)
     if _is_jsonrpc_error(said):
         return ""
     head = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
-    if len(said) > 300:
-        said = said[:300] + "..."
+    if said.startswith("<") or "html" in response.headers.get("content-type", "").lower():
+        title = _TITLE.search(said)
+        said = title.group(1) if title else _TAG.sub(" ", said)
+        said = " ".join(said.split())
+    from ._hooks import _loggable
+
+    said = _loggable(said[: _FAILURE_CHARS + 1])
+    if len(said) > _FAILURE_CHARS:
+        said = said[:_FAILURE_CHARS] + "..."
     return f"{head}: {said}" if said else head
 
 
@@ -352,6 +377,17 @@ def _is_request(request: httpx2.Request) -> bool:
         return False
 
 
+# A POST failing so was never answered by the server: the session is lost, as before (the next
+# use reconnects, and a call provably not sent is sent again there: ``_Delivery.refused``).
+_UNREACHED = (
+    httpx2.ConnectError,
+    httpx2.ConnectTimeout,
+    httpx2.ProxyError,
+    httpx2.UnsupportedProtocol,
+    httpx2.PoolTimeout,
+)
+
+
 class _RefusalWatch(httpx2.AsyncBaseTransport):
     """An HTTP transport that notes, in the caller's ``_Delivery``, a first request that provably
     reached no tool: its connection could not be opened (refused, timed out, TLS handshake
@@ -372,16 +408,64 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
     next call reopens it. Connecting, sending and other requests (the event streams, closing the
     session) keep their timeouts."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport, shown: str = "") -> None:
         self._inner = inner
+        self._shown = shown  # the server, as its texts name it
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self._watched(request)
-        # What the mcp client reads of a 2xx answer: a request's, unless 202 Accepted (no answer).
-        read = 200 <= response.status_code < 300 and response.status_code != 202
-        if request.method == "POST" and read and not _answers_nothing(request):
-            return await _capped(request, response)
-        return response
+        try:
+            response = await self._watched(request)
+            # What the mcp client reads of a 2xx answer: a request's, unless 202 Accepted (no
+            # answer).
+            read = 200 <= response.status_code < 300 and response.status_code != 202
+            if request.method == "POST" and read and not _answers_nothing(request):
+                return await _capped(request, response)
+            return response
+        except httpx2.TransportError as exc:
+            if request.method != "POST" or isinstance(exc, _UNREACHED):
+                raise
+            return self._failed(request, exc)
+
+    def _failed(self, request: httpx2.Request, exc: httpx2.TransportError) -> httpx2.Response:
+        """The answer to ``request``, a POST whose exchange failed once its connection was open
+        (reset, closed before its answer, cut off mid-answer: a proxy dropping one connection):
+        for a JSON-RPC request, an error under its id saying so, its ``_Delivery`` marked
+        ``broken``; for a notification or an answer of the client's, 202 Accepted, with a
+        warning that it may not have arrived. Raised, the failure ended the ``mcp`` client's
+        transport (its task group), so the session and every call in flight on it were lost for
+        one failed request; a connection that could not be opened at all still does (the server
+        is gone: ``_UNREACHED``, the next use reconnects)."""
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        from ._hooks import _loggable
+
+        why = _loggable(why[:300])
+        try:
+            asked = json.loads(request.content) if _is_request(request) else None
+        except (ValueError, httpx2.RequestNotRead):
+            asked = None
+        request_id = asked.get("id") if isinstance(asked, dict) else None
+        if type(request_id) not in (int, str):
+            logger.warning(
+                "MCP server '%s': an HTTP request sending a notification or an answer of the "
+                "client's failed (%s): it may not have arrived; the session goes on",
+                self._shown,
+                why,
+            )
+            return httpx2.Response(202, request=request)
+        delivery = _current_delivery.get()
+        if delivery is not None:
+            delivery.broken = True
+        message = (
+            f"the HTTP exchange with the server failed before its answer came ({why}); the "
+            "request may have reached it"
+        )
+        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": message}}
+        return httpx2.Response(
+            200,
+            headers=[(b"content-type", b"application/json")],
+            content=json.dumps(error).encode(),
+            request=request,
+        )
 
     async def _watched(self, request: httpx2.Request) -> httpx2.Response:
         if request.method == "POST" and not _is_listen(request):
@@ -426,6 +510,7 @@ def _http_client(
     *,
     watched: bool = True,
     auth: httpx2.Auth | None = None,
+    shown: str = "",
 ) -> httpx2.AsyncClient:
     """A URL server's HTTP client: the proxies the environment names used as ``httpx2``'s own
     client uses them, every TLS context the process's shared one, and (``watched``, an
@@ -462,10 +547,10 @@ def _http_client(
             mounts[pattern] = None
         else:
             to_proxy = proxy_transport(proxy, context)
-            mounts[pattern] = _RefusalWatch(to_proxy) if watched else to_proxy
+            mounts[pattern] = _RefusalWatch(to_proxy, shown) if watched else to_proxy
     direct: httpx2.AsyncBaseTransport = httpx2.AsyncHTTPTransport(verify=verify)
     if watched:
-        direct = _RefusalWatch(direct)
+        direct = _RefusalWatch(direct, shown)
     return httpx2.AsyncClient(
         headers=headers, timeout=timeout, auth=auth, transport=direct, mounts=mounts
     )
@@ -711,7 +796,7 @@ class HTTPServer(_URLServer):
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, _SSE_READ_TIMEOUT))
         headers: dict[str, str] = dict(self.headers) if self.headers else {}
         async with (
-            _http_client(headers, timeout) as http,
+            _http_client(headers, timeout, shown=str(self)) as http,
             streamable_http_client(
                 self.url, http_client=http, max_sse_event_size=_MAX_EVENT_SIZE
             ) as streams,

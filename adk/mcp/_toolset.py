@@ -873,7 +873,8 @@ class MCPToolset(SharedCloseable):
     async def _request(
         self, op: Callable[[Client], Awaitable[_T]], what: str, *, kind: str = ""
     ) -> tuple[Connection, _T, int]:
-        """Run an idempotent request, reconnecting and retrying once if the connection drops.
+        """Run an idempotent request, reconnecting and retrying once if the connection drops
+        (or retrying on it, once, when one of its HTTP exchanges failed: ``_Delivery.broken``).
 
         Returns the connection used, the result, and the list epoch read before the request.
         """
@@ -897,7 +898,12 @@ class MCPToolset(SharedCloseable):
                     f"while {what}"
                 ) from None
             except Exception as exc:
-                if delivery.refused or _is_connection_lost(exc) or _is_session_expired(exc):
+                lost = delivery.refused or _is_connection_lost(exc) or _is_session_expired(exc)
+                if delivery.broken and not lost and attempt == 1:
+                    # One HTTP exchange failed (a proxy dropped it); the connection did not:
+                    # asked again on it, as after a lost one on a new one.
+                    continue
+                if lost or delivery.broken:
                     live.mark_lost()
                     if attempt == 1:
                         continue
