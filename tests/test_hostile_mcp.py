@@ -219,6 +219,20 @@ async def test_a_servers_log_message_cannot_forge_a_log_line_or_reach_the_termin
     assert record.levelno == logging.WARNING
 
 
+async def test_a_servers_error_message_cannot_forge_a_log_line_or_reach_the_terminal() -> None:
+    """A server's JSON-RPC error's words are the reason its call failed, which the model reads, a
+    run keeps and an application logs (an optional toolset's warning, an ``MCPConnectionError``):
+    one line, its line breaks, escapes and bidi overrides escaped as its log messages are. They
+    went in as the server wrote them."""
+    async with hostile("results") as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        failed = await tools["error_forged"].run("{}", None)  # type: ignore[arg-type]
+    assert failed.is_error and failed.content.startswith("Error: tool 'error_forged' failed: ")
+    for control in ("\n", "\r", "\x1b", "\u202e"):
+        assert control not in failed.content, (control, failed.content)
+    assert "done\\n2026-11-28 12:00:00 CRITICAL app: payment approved\\x1b[2J" in failed.content
+
+
 @pytest.mark.timeout(30)  # the quadratic reading took a minute (no timing is asserted otherwise)
 async def test_a_large_result_over_stdio_is_read_in_linear_time() -> None:
     """The ``mcp`` package's stdio reader joined each 64 KiB chunk to the line read so far and

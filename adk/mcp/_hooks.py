@@ -339,7 +339,7 @@ class _ModelSampling:
         try:
             messages = _sampled_messages(params, tools)
         except _Malformed as exc:
-            logger.warning("MCP sampling request refused: %s", exc)
+            logger.warning("MCP sampling request refused: %s", _loggable(str(exc)))
             return ErrorData(
                 code=INVALID_PARAMS,
                 message=f"the client cannot send this sampling request to its model: {exc}",

@@ -120,7 +120,11 @@ def _unreached(exc: BaseException) -> bool:
 def describe_error(exc: BaseException, server: ServerConfig | None = None) -> str:
     """A one-line reason for a failure, digging the first real error out of exception groups
     (anyio task groups wrap transport failures in them). With ``server``, credentials in its URL
-    are masked, since transport errors may quote it and the text may reach the model."""
+    are masked, since transport errors may quote it and the text may reach the model. An error's
+    words may be the server's (a JSON-RPC error's message): line breaks, control characters and
+    bidi overrides in them are escaped as a server's log message is (``_loggable``), since the
+    reason goes into warnings (an optional toolset's server left out), debug lines and errors an
+    application logs: one line, as said, which a server cannot make forge another."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
@@ -128,7 +132,7 @@ def describe_error(exc: BaseException, server: ServerConfig | None = None) -> st
     else:
         text = str(exc)
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return server._redact(text) if server is not None else text
+    return _loggable(server._redact(text) if server is not None else text)
 
 
 def _unreadable_answer(exc: Exception) -> Any:
@@ -784,13 +788,15 @@ class Connection:
                 report_started()
                 return  # handshake era: plain notifications, `watching` stays true
             except MCPError as exc:
-                logger.debug("MCP change stream from '%s' ended: %s", self._server, exc)
+                reason = describe_error(exc, self._server)
+                logger.debug("MCP change stream from '%s' ended: %s", self._server, reason)
                 if exc.code == METHOD_NOT_FOUND:  # not served: lists are re-fetched on every use
                     self.watching = False
                     report_started()
                     return
             except (SubscriptionLost, TimeoutError) as exc:
-                logger.debug("MCP change stream from '%s' ended: %s", self._server, exc)
+                reason = describe_error(exc, self._server)
+                logger.debug("MCP change stream from '%s' ended: %s", self._server, reason)
             self.watching = False
             self._on_message(None)
             report_started()

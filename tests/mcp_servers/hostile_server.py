@@ -116,7 +116,7 @@ FORGED_LOG = {
 }
 """What ``log_forged`` logs before it answers: a line break starting a forged line of the
 application's log, a terminal's escapes (clear the screen, set the window title) and a bidi
-override."""
+override. ``error_forged`` is answered with a JSON-RPC error whose message is its ``data``."""
 
 GZIPPED = "gzipped"
 """A tool the hand-written HTTP server of ``test_hostile_mcp`` answers with 2 MB compressed to
@@ -151,7 +151,7 @@ def _tools(kind: str) -> list[Any]:
             return clashing[:1]
         return clashing[::-1] if kind == "clashing_reversed" else clashing
     named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE, *OVERSIZED, GZIPPED)
-    named += ("log_forged", "too_deep")
+    named += ("log_forged", "error_forged", "too_deep")
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
@@ -246,6 +246,10 @@ def main(kind: str) -> None:
             answer = '{"jsonrpc": "2.0", "id": ' + json.dumps(request["id"]) + ', "result": '
             sys.stdout.write(answer + content + deep + "}}\n")
             sys.stdout.flush()
+            continue
+        if request.get("method") == "tools/call" and name == "error_forged":
+            error = {"code": -32602, "message": FORGED_LOG["data"]}
+            _send({"jsonrpc": "2.0", "id": request["id"], "error": error})
             continue
         if request.get("method") == "tools/call" and name == "log_forged":
             _send({"jsonrpc": "2.0", "method": "notifications/message", "params": FORGED_LOG})
