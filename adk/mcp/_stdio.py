@@ -45,19 +45,47 @@ __all__ = ["READABLE", "stdio_transport"]
 
 logger = logging.getLogger("adk.mcp")
 
-_HELPERS = (
-    "_get_executable_command",
-    "_create_platform_compatible_process",
-    "_parse_line",
-    "_drain_stdout",
-    "_stop_server_process",
-    "_aclose_all",
-    "_WRITER_FLUSH_TIMEOUT",
-)
-READABLE = all(hasattr(_mcp_stdio, name) for name in _HELPERS)
+_HELPERS = {
+    "_get_executable_command": ("command",),
+    "_create_platform_compatible_process": ("command", "args", "env", "errlog", "cwd"),
+    "_parse_line": ("line",),
+    "_drain_stdout": ("process",),
+    "_stop_server_process": ("process",),
+    "_aclose_all": ("streams",),
+    "_WRITER_FLUSH_TIMEOUT": None,
+}
+"""The private helpers of ``mcp.client.stdio`` this transport calls as its ``stdio_client`` does,
+with the parameters it passes them (a number for the constant). The package offers no public
+way to read a server's stdout otherwise (``stdio_client`` takes no reader; mcp 2.3), and this
+transport would copy its spawn, its environment and its shutdown sequence (close stdin, wait,
+kill the process group, reap) to do without them."""
+
+
+def _readable() -> bool:
+    """Whether the installed ``mcp`` package has each of ``_HELPERS`` as this transport calls it:
+    present, and a function taking those parameters (or a number)."""
+    import inspect
+
+    for name, parameters in _HELPERS.items():
+        helper = getattr(_mcp_stdio, name, None)
+        if parameters is None:
+            if not isinstance(helper, int | float):
+                return False
+            continue
+        try:
+            taken = inspect.signature(helper).parameters  # type: ignore[arg-type]
+        except (TypeError, ValueError):  # None, or no function
+            return False
+        if not all(parameter in taken for parameter in parameters):
+            return False
+    return True
+
+
+READABLE = _readable()
 """Whether the installed ``mcp`` package has the private helpers this transport calls (those of
-``mcp`` 2.3): without them, a StdioServer falls back to the package's own ``stdio_client``
-(quadratic, uncapped; the tests of the cap fail, saying so) rather than failing to connect."""
+``mcp`` 2.3, as it calls them: ``_HELPERS``): without them (moved, renamed, taking other
+parameters), a StdioServer falls back to the package's own ``stdio_client`` (quadratic,
+uncapped; the tests of the cap fail, saying so) rather than failing to connect."""
 
 # How much of an oversized message's start and end is kept to find its ``id``.
 _EDGE = 512
