@@ -132,7 +132,7 @@ class _Delivery:
     ``failure`` is what the first request answered with an HTTP error status said (``HTTP 401
     Unauthorized: <the body, shortened>``): the mcp client reports such an answer, unless its body
     is a JSON-RPC error, as "Server returned an error response", without status or words.
-    ``broken``: an exchange of one of its requests failed after its connection was open.
+    ``broken``: why an exchange of one of its requests failed after its connection was open.
     """
 
     __slots__ = ("broken", "every_request", "failure", "reached", "refused", "requests")
@@ -140,9 +140,9 @@ class _Delivery:
     def __init__(self, *, every_request: bool = False, watch_reach: bool = False) -> None:
         self.requests = 0
         self.refused = False
-        # Whether a request's HTTP exchange failed once its connection was open (``_RefusalWatch``:
+        # Why a request's HTTP exchange failed once its connection was open (``_RefusalWatch``:
         # answered with an error in its stead, the session kept); a listing asks again.
-        self.broken = False
+        self.broken: str | None = None
         self.every_request = every_request
         self.failure: str | None = None
         # With ``watch_reach`` (a handshake's): whether a connection to the server was opened,
@@ -454,7 +454,7 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
             return httpx2.Response(202, request=request)
         delivery = _current_delivery.get()
         if delivery is not None:
-            delivery.broken = True
+            delivery.broken = why
         message = (
             f"the HTTP exchange with the server failed before its answer came ({why}); the "
             "request may have reached it"

@@ -24,6 +24,7 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CONNECTION_CLOSED,
+    INTERNAL_ERROR,
     INVALID_REQUEST,
     BlobResourceContents,
     CallToolResult,
@@ -122,6 +123,12 @@ def _is_connection_lost(exc: BaseException) -> bool:
     if isinstance(exc, MCPError):
         return exc.code == CONNECTION_CLOSED
     return isinstance(exc, _TRANSPORT_ERRORS)
+
+
+def _is_exchange_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the error ``_RefusalWatch`` answers a request whose HTTP exchange failed
+    with (``_Delivery.broken`` tells that one was answered so)."""
+    return isinstance(exc, MCPError) and exc.code == INTERNAL_ERROR
 
 
 def _is_session_expired(exc: BaseException) -> bool:
@@ -899,11 +906,11 @@ class MCPToolset(SharedCloseable):
                 ) from None
             except Exception as exc:
                 lost = delivery.refused or _is_connection_lost(exc) or _is_session_expired(exc)
-                if delivery.broken and not lost and attempt == 1:
+                if delivery.broken is not None and not lost and attempt == 1:
                     # One HTTP exchange failed (a proxy dropped it); the connection did not:
                     # asked again on it, as after a lost one on a new one.
                     continue
-                if lost or delivery.broken:
+                if lost or delivery.broken is not None:
                     live.mark_lost()
                     if attempt == 1:
                         continue
@@ -968,6 +975,15 @@ class MCPToolset(SharedCloseable):
                     return ToolResult.error(
                         f"tool '{name}' is unavailable: MCP server '{server}' accepted a new "
                         f"session but then refused the call ({describe_error(exc, server)})"
+                    )
+                if delivery.broken is not None and _is_exchange_failure(exc):
+                    # Its HTTP connection was lost (a proxy dropped it, the server died), the
+                    # session was not: the other calls on it go on; the next call that finds
+                    # the server gone reconnects. Not repeated, as below.
+                    return ToolResult.error(
+                        f"the connection to MCP server '{server}' was lost while tool '{name}' "
+                        f"was running ({server._redact(delivery.broken)}); the call is not sent "
+                        "again, as the tool may have run"
                     )
                 if _is_connection_lost(exc):
                     # The request may have reached the server, so it is not repeated (tools are
