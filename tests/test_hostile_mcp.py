@@ -233,6 +233,57 @@ async def test_a_servers_error_message_cannot_forge_a_log_line_or_reach_the_term
     assert "done\\n2026-11-28 12:00:00 CRITICAL app: payment approved\\x1b[2J" in failed.content
 
 
+async def test_without_the_mcp_packages_stdio_helpers_a_stdio_server_is_read_by_its_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``adk.mcp._stdio`` calls private helpers of the ``mcp`` package's stdio module (it offers
+    no public way to read a server's stdout otherwise). A release without them (``READABLE``
+    false) connects through the package's own ``stdio_client``: the server is started, listed,
+    called and stopped as by the reader of its own (uncapped, as the package reads). Untested
+    before: a fallback that failed would have been found by a user upgrading ``mcp``."""
+    from adk.mcp import _servers
+
+    opened: list[object] = []
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args[0])
+        return stdio_client(*args, **kwargs)
+
+    stdio_client = _servers.stdio_client
+    monkeypatch.setattr(stdio_reader, "READABLE", False)
+    monkeypatch.setattr(_servers, "stdio_client", spied)
+    monkeypatch.setattr(stdio_reader, "stdio_transport", None)  # called: a TypeError
+    async with hostile("results") as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
+        big = await tools["two_megabytes"].run("{}", None)  # type: ignore[arg-type]
+    assert ok.content == "ok ran" and not ok.is_error
+    assert not big.is_error and len(big.content) == 2_000_000
+    assert len(opened) == 1
+
+
+def test_the_stdio_helpers_are_used_only_as_this_transport_calls_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``READABLE`` is true for the installed ``mcp`` package, and false for one whose helper is
+    gone, takes other parameters, or whose constant is no number: such a package is read by its
+    own ``stdio_client`` (above). Only presence was checked: a helper renaming a parameter failed
+    every StdioServer's connect with a ``TypeError`` rather than falling back."""
+    from mcp.client import stdio as mcp_stdio
+
+    assert stdio_reader._readable()
+    with monkeypatch.context() as patched:
+        patched.delattr(mcp_stdio, "_drain_stdout")
+        assert not stdio_reader._readable()
+    with monkeypatch.context() as patched:
+        patched.setattr(mcp_stdio, "_create_platform_compatible_process", lambda command, args: 0)
+        assert not stdio_reader._readable()
+    with monkeypatch.context() as patched:
+        patched.setattr(mcp_stdio, "_WRITER_FLUSH_TIMEOUT", None)
+        assert not stdio_reader._readable()
+    assert stdio_reader._readable()
+
+
 @pytest.mark.timeout(30)  # the quadratic reading took a minute (no timing is asserted otherwise)
 async def test_a_large_result_over_stdio_is_read_in_linear_time() -> None:
     """The ``mcp`` package's stdio reader joined each 64 KiB chunk to the line read so far and
@@ -576,9 +627,9 @@ async def test_one_failed_http_exchange_fails_its_call_alone_and_the_session_goe
         opened = await tools["gate"].run("{}", None)  # type: ignore[arg-type]
         answered = await slow
         assert toolset._session.connections_opened == 1
-    assert reset.is_error and reset.content.startswith("Error: tool 'reset' failed: "), reset
-    assert "the HTTP exchange with the server failed before its answer came" in reset.content
-    assert "RemoteProtocolError" in reset.content and "may have reached it" in reset.content
+    assert reset.is_error and "was lost while tool 'reset' was running" in reset.content, reset
+    assert "(RemoteProtocolError: Server disconnected" in reset.content
+    assert "the call is not sent again, as the tool may have run" in reset.content
     assert opened.content == "gate ran" and not opened.is_error
     assert answered.content == "slow ran" and not answered.is_error, answered
 
