@@ -952,6 +952,25 @@ class _ProgressOnSpan:
         if passed is not None:
             await passed()
 
+    @property
+    def ended(self) -> bool:
+        """Whether the call it reports for has ended (``_executor._Emitter.ended``): an MCP
+        call's report coming after is dropped quietly (``adk.mcp._hooks._Reports``), as
+        without tracing, not warned about as a tool's own late report."""
+        return bool(getattr(self._emit, "ended", False))
+
+    def taken(self) -> Any:
+        """The way it wraps's ``taken`` (``_executor._Emitter.taken``), when it has one; else a
+        future done already (each event counts as taken once emitted)."""
+        taken = getattr(self._emit, "taken", None)
+        if taken is not None:
+            return taken()
+        import asyncio
+
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
 
 class _TracedStream:
     """A streamed model call's chunks inside its ``chat`` span.

@@ -11,6 +11,7 @@ import json
 import logging
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from conftest import ChatActor, crunch
@@ -626,10 +627,61 @@ async def test_an_mcp_report_coming_after_its_cancelled_call_is_dropped_without_
     )
     handled: list[MCPProgress] = []
     report = progress_callback(lambda _ctx, seen: handled.append(seen), ctx, "work")
-    await report(1, 3, "before")
+    # A report shown waits for the run's reader to take it (the next is kept meanwhile); none
+    # reads here, and the call ends: it lets the report go (``_MCPTool``'s call closes it).
+    shown = asyncio.ensure_future(report(1, 3, "before"))
+    await asyncio.sleep(0)
+    report.close()
     emitter.ended = True  # the call's task ended (cancelled) before the next report came
+    await shown
     with caplog.at_level(logging.DEBUG, logger="adk"):
         await report(2, 3, "after")
-    assert [event.output.custom.message for event in queue._queue] == ["before"]  # type: ignore[attr-defined]
+    events = [item for item in queue._queue if isinstance(item, AgentEvent)]  # type: ignore[attr-defined]
+    assert [event.output.custom.message for event in events] == ["before"]  # type: ignore[union-attr]
     assert [seen.message for seen in handled] == ["before", "after"]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+RAW_PROGRESS_SCRIPT = Path(__file__).resolve().parent / "mcp_servers" / "raw_progress_server.py"
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+async def test_a_flood_of_mcp_progress_is_shown_coalesced_to_what_the_run_reads(
+    traced: bool, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A server sending 2,000 progress reports for one call while the run is not read (a service
+    writing to a slow client) makes two report events, the first and the last, where it made
+    2,000, each waiting on the round's queue (100,000 made 130 MB): while a report shown is not
+    taken, a later one is kept, replacing the one kept before, and shown once it is, or as the
+    call ends, before its result. ``on_progress`` is given every report. Traced alike (the
+    call's way out wrapped to put the reports on its span too: the span has the two)."""
+    count = 2_000
+    handled: list[MCPProgress] = []
+    last = asyncio.Event()
+
+    def on_progress(ctx: ToolContext | None, report: MCPProgress) -> None:
+        handled.append(report)
+        if report.progress == count - 1:
+            last.set()
+
+    server = StdioServer(sys.executable, [str(RAW_PROGRESS_SCRIPT)])
+    toolset = MCPToolset(server, call_timeout=60, on_progress=on_progress)
+    model = ScriptedModel([Reply(tool_calls=[tool_call("flood", {"reports": count})]), "Done."])
+    events: list[AgentEvent] = []
+    agent = ReActAgent("worker", model, tools=[toolset])
+    async with Runner(agent, tracer_provider=provider if traced else None) as runner:
+        async for event in runner.run("Flood."):
+            events.append(event)
+            if len(reports(events)) == 1:
+                await last.wait()  # the run is not read while the server sends the rest
+    shown = [progress for _, progress in reports(events)]
+    assert [(p.progress, p.total, p.message) for p in shown] == [
+        (0, count, "step 0"),
+        (count - 1, count, f"step {count - 1}"),
+    ]
+    assert len(handled) == count
+    assert [m.content for m in model.requests[-1].messages if m.name == "flood"] == ["flooded"]
+    spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool flood"]
+    assert [len([e for e in s.events if e.name == "adk.tool.progress"]) for s in spans] == (
+        [2] if traced else []
+    )

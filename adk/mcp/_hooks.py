@@ -24,6 +24,7 @@ context of another call, since the connection's tasks start outside any call.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -34,7 +35,6 @@ from math import isfinite
 from typing import TYPE_CHECKING, Any, get_args
 
 from mcp.client.session import ClientRequestContext, ElicitationFnT, LoggingFnT, SamplingFnT
-from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -628,53 +628,137 @@ def log_forwarder(server: ServerConfig, level: LoggingLevel) -> LoggingFnT:
 
 def progress_callback(
     handler: ProgressHandler | None, ctx: ToolContext | None, tool: str
-) -> ProgressFnT:
-    """The ``mcp`` client's progress callback of one call, showing each report to the caller of
-    the run (``ctx.report_progress``, when the call runs in one) and handing it to ``handler``,
-    if given. A failing handler is logged; the call goes on.
+) -> _Reports:
+    """The ``mcp`` client's progress callback of one call (``_Reports``), showing each report to
+    the caller of the run (``ctx.report_progress``, when the call runs in one) and handing it to
+    ``handler``, if given. A failing handler is logged; the call goes on."""
+    return _Reports(handler, ctx, tool)
+
+
+class _Reports:
+    """The ``mcp`` client's progress callback of one call: each report shown to the caller of the
+    run (``ctx.report_progress``, when the call runs in one) and handed to ``handler``, if given.
+
+    Shown coalesced: while a report shown is not yet taken by the run's reader, a later one is
+    kept, replacing any kept before, and shown once it is (the newest then), so the caller gets a
+    report for each it reads, the latest each time, and the last one kept is shown as the call
+    ends (``flush``), before its result. A server sending 100,000 reports for a call made as
+    many events, each put on the round's queue (about 1.3 KB each) however slowly the run was
+    read: 130 MB waiting for a reader that had stopped to write to a slow client. The handler
+    is given every report, as the server sent it.
 
     A server that does not follow MCP may send ``NaN`` or an infinity (``1e999``), which a
     ``ToolProgress`` cannot hold (``report_progress`` refused it, inside the ``mcp`` client's
     callback, which logged the traceback and dropped the report, the handler's too): such a
     number is left out of the caller's report (``None``), with one warning per call, and the
     handler is given the report as the server sent it."""
-    shown = ctx is not None and ctx._emit is not None
-    warned = False
 
-    async def report(progress: float, total: float | None, message: str | None) -> None:
-        nonlocal warned
-        if shown:
-            assert ctx is not None
-            if getattr(ctx._emit, "ended", False):
-                # The call was cancelled or timed out after the server sent this: ``mcp`` runs
-                # each progress callback in a task of its own, so one can come after the call
-                # ended. Not the tool's doing (``_Emitter.late`` would tell its author to await
-                # a task), and a service whose clients leave would log it often: dropped.
-                logger.debug("a progress report of tool '%s' came after its call ended", tool)
-            elif isfinite(progress) and (total is None or isfinite(total)):
-                ctx.report_progress(progress, total, message)
-            else:
-                if not warned:
-                    warned = True
-                    logger.warning(
-                        "the MCP server of tool '%s' sent progress with a number that is not "
-                        "finite (progress=%r, total=%r); it is left out of the report",
-                        tool,
-                        progress,
-                        total,
-                    )
-                ctx.report_progress(
-                    progress if isfinite(progress) else None,
-                    total if total is not None and isfinite(total) else None,
-                    message,
+    __slots__ = ("_ctx", "_handler", "_kept", "_shown", "_tool", "_waiting", "_warned")
+
+    def __init__(self, handler: ProgressHandler | None, ctx: ToolContext | None, tool: str) -> None:
+        self._handler = handler
+        self._ctx = ctx
+        self._tool = tool
+        self._shown = ctx is not None and ctx._emit is not None
+        self._warned = False
+        # The report kept while the one shown is not yet taken, and what is waiting for that:
+        # the future the run's reader resolves (``_Emitter.taken``), None while none is shown.
+        self._kept: tuple[float | None, float | None, str | None] | None = None
+        self._waiting: asyncio.Future[None] | None = None
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        waiting = self._show(progress, total, message) if self._shown else None
+        handler = self._handler
+        if handler is not None:
+            try:
+                outcome = handler(self._ctx, MCPProgress(self._tool, progress, total, message))
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.warning(
+                    "the on_progress handler failed for tool '%s'", self._tool, exc_info=True
                 )
-        if handler is None:
-            return
-        try:
-            outcome = handler(ctx, MCPProgress(tool, progress, total, message))
-            if inspect.isawaitable(outcome):
-                await outcome
-        except Exception:
-            logger.warning("the on_progress handler failed for tool '%s'", tool, exc_info=True)
+        if waiting is not None:
+            await self._pass_on(waiting)
 
-    return report
+    def _show(
+        self, progress: float, total: float | None, message: str | None
+    ) -> asyncio.Future[None] | None:
+        """Show the report, or keep it while the last one shown is not taken; the future to wait
+        on for the reports kept meanwhile when this one is shown (None when kept, or dropped)."""
+        ctx = self._ctx
+        assert ctx is not None
+        if getattr(ctx._emit, "ended", False):
+            # The call was cancelled or timed out after the server sent this: ``mcp`` runs
+            # each progress callback in a task of its own, so one can come after the call
+            # ended. Not the tool's doing (``_Emitter.late`` would tell its author to await
+            # a task), and a service whose clients leave would log it often: dropped.
+            logger.debug("a progress report of tool '%s' came after its call ended", self._tool)
+            return None
+        report = self._finite(progress, total, message)
+        if self._waiting is not None:
+            self._kept = report  # shown once the one before is taken
+            return None
+        ctx.report_progress(*report)
+        taken = getattr(ctx._emit, "taken", None)
+        if taken is None:  # a way out of another kind: every report is shown
+            return None
+        waiting: asyncio.Future[None] = taken()
+        self._waiting = waiting
+        return waiting
+
+    async def _pass_on(self, waiting: asyncio.Future[None]) -> None:
+        """Once the report shown is taken, show the one kept meanwhile, if any, and so on."""
+        ctx = self._ctx
+        assert ctx is not None
+        try:
+            while True:
+                await waiting
+                report, self._kept = self._kept, None
+                if report is None or self._waiting is not waiting:
+                    return
+                if getattr(ctx._emit, "ended", False):
+                    return
+                ctx.report_progress(*report)
+                waiting = self._waiting = ctx._emit.taken()  # type: ignore[union-attr]
+        finally:
+            if self._waiting is waiting:
+                self._waiting = None
+
+    def flush(self) -> None:
+        """Show the report kept, if any, and stop waiting: the call's answer came (the
+        reports before it came first), so it is shown before its result."""
+        report, self._kept = self._kept, None
+        self.close()
+        ctx = self._ctx
+        if report is not None and ctx is not None and not getattr(ctx._emit, "ended", False):
+            ctx.report_progress(*report)
+
+    def close(self) -> None:
+        """Stop waiting for the report shown to be taken (the call ended, or was cancelled: the
+        reader of a stopped round resolves nothing), so no task waits on after the call."""
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None and not waiting.done():
+            waiting.set_result(None)
+
+    def _finite(
+        self, progress: float, total: float | None, message: str | None
+    ) -> tuple[float | None, float | None, str | None]:
+        """The report as a ``ToolProgress`` can hold it: a number that is not finite left out,
+        with one warning for the call."""
+        if isfinite(progress) and (total is None or isfinite(total)):
+            return progress, total, message
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "the MCP server of tool '%s' sent progress with a number that is not "
+                "finite (progress=%r, total=%r); it is left out of the report",
+                self._tool,
+                progress,
+                total,
+            )
+        return (
+            progress if isfinite(progress) else None,
+            total if total is not None and isfinite(total) else None,
+            message,
+        )

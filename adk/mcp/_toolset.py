@@ -960,9 +960,13 @@ class MCPToolset(SharedCloseable):
                         result = await client.call_tool(
                             mcp_name, parsed, progress_callback=progress
                         )
+                    if progress is not None:  # the last report kept shown before the result
+                        progress.flush()
                 finally:
                     if calling is not None:
                         _current_call.reset(calling)
+                    if progress is not None:  # no task waits on for the reader after the call
+                        progress.close()
             except Exception as exc:
                 if delivery.refused or _is_session_expired(exc):
                     # The call never reached the tool: its HTTP connection could not be opened

@@ -400,11 +400,20 @@ class _Emitter:
         that carries a stream still arriving, so that the nested run goes on (and reads its
         model's stream past what the reader took) only as the reader does, as the run's own
         agents do. In the loop only; at once for a call that has ended."""
-        if self.ended:
-            return
+        await self.taken()
+
+    def taken(self) -> asyncio.Future[None]:
+        """What ``passed`` awaits, not awaited: a future the round's reader resolves once it has
+        taken every event this call emitted so far (done already for a call that has ended). Its
+        awaiter may stop waiting for it (set it done) without awaiting: an MCP call's progress,
+        coalesced while the reader is behind (``adk.mcp._hooks._Reports``), is let go so as its
+        call ends, where the reader of a stopped round never resolves it."""
         waiter: asyncio.Future[None] = self._loop.create_future()
-        self._put(waiter)
-        await waiter
+        if self.ended:
+            waiter.set_result(None)
+        else:
+            self._put(waiter)
+        return waiter
 
     def _handed(self, event: AgentEvent) -> None:
         if self.ended:

@@ -1,7 +1,9 @@
 """A stdio MCP server written by hand (JSON-RPC lines), for what the ``mcp`` package's server will
 not send: progress notifications whose numbers are ``NaN`` and ``1e999`` (an infinity once
-parsed), as a server that does not follow MCP may write them. Its one tool, ``count``, reports
-a NaN progress, then an infinite total, then a good report, and answers ``counted``."""
+parsed), as a server that does not follow MCP may write them. Its tool ``count`` reports
+a NaN progress, then an infinite total, then a good report, and answers ``counted``; ``flood``
+reports ``reports`` times (its argument, 0 to ``reports - 1`` of ``reports``), then answers
+``flooded``, as a chatty server may."""
 
 from __future__ import annotations
 
@@ -50,7 +52,14 @@ def main() -> None:
             )
         elif method == "tools/list":
             tool = {"name": "count", "description": "Counts.", "inputSchema": {"type": "object"}}
-            answer(request_id, {"tools": [tool]})
+            flood = {"name": "flood", "description": "Floods.", "inputSchema": {"type": "object"}}
+            answer(request_id, {"tools": [tool, flood]})
+        elif method == "tools/call" and params.get("name") == "flood":
+            token = (params.get("_meta") or {}).get("progressToken")
+            reports = int(params["arguments"]["reports"])
+            for step in range(reports if token is not None else 0):
+                progress(token, f'"progress":{step},"total":{reports}', f"step {step}")
+            answer(request_id, {"content": [{"type": "text", "text": "flooded"}]})
         elif method == "tools/call":
             token = (params.get("_meta") or {}).get("progressToken")
             if token is not None:
