@@ -425,7 +425,8 @@ class _RawHTTP(BaseHTTPRequestHandler):
     the request's id or that id as a string (``server.str_ids``). ``two_megabytes`` answers 2 MB
     of text, ``gzipped`` the same compressed to 2 KB. As a proxy in front of a server may:
     ``reset`` closes its connection without an answer, as do the next ``server.reset_listings``
-    listings, and ``bad_gateway`` is answered 502 with a page of HTML (escapes in it); ``slow``
+    listings, ``cut_stream`` after an event of its answer's stream (a log message), and
+    ``bad_gateway`` is answered 502 with a page of HTML (escapes in it); ``slow``
     is answered once ``gate`` was called (``server.slow_came`` set when it came)."""
 
     server: Any
@@ -465,6 +466,15 @@ class _RawHTTP(BaseHTTPRequestHandler):
             if listing:
                 self.server.reset_listings -= 1
             self.close_connection = True  # no answer: the client reads a closed connection
+            return
+        if name == "cut_stream":  # an answer's event stream, cut after a log message
+            log = {"level": "info", "logger": "raw", "data": "working"}
+            event = {"jsonrpc": "2.0", "method": "notifications/message", "params": log}
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(b"event: message\ndata: " + json.dumps(event).encode() + b"\n\n")
+            self.close_connection = True
             return
         if name == "bad_gateway":
             page = PROXY_PAGE.encode()
@@ -513,7 +523,7 @@ class _RawHTTP(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-PROXIED = ("reset", "bad_gateway", "slow", "gate")
+PROXIED = ("reset", "cut_stream", "bad_gateway", "slow", "gate")
 PROXY_PAGE = (
     "<html>\r\n<head><title>502 Bad Gateway\x1b[2J</title></head>\r\n<body>\r\n"
     "<center><h1>502 Bad Gateway</h1></center>\r\n" + "<!-- padding -->\r\n" * 300 + "</body>"
@@ -608,11 +618,13 @@ async def test_one_failed_http_exchange_fails_its_call_alone_and_the_session_goe
     raw_http: Any,
 ) -> None:
     """A POST whose connection is closed before its answer (a proxy dropping one connection, a
-    reset) fails its call alone, saying so, and the call in flight beside it is answered on the
-    same session. Before, the failure ended the ``mcp`` client's transport: the session and every
-    call in flight on it were lost ("the connection ... was lost while tool 'slow' was
-    running"), for one failed request. A listing whose exchange fails is asked again on the same
-    session (it failed over to a new one before: here, a second session)."""
+    reset), or whose answer's event stream is cut off, fails its call alone, saying so, and the
+    call in flight beside it is answered on the same session. Before, the failure ended the
+    ``mcp`` client's transport, or (a stream cut off) the session was taken for lost and the next
+    call reconnected, closing it: the session and every call in flight on it were lost ("the
+    connection ... was lost while tool 'slow' was running"), for one failed request. A listing
+    whose exchange fails is asked again on the same session (it failed over to a new one
+    before: here, a second session)."""
     raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, False
     raw_http.gate.clear()
     raw_http.slow_came.clear()
@@ -624,12 +636,15 @@ async def test_one_failed_http_exchange_fails_its_call_alone_and_the_session_goe
         slow = asyncio.ensure_future(tools["slow"].run("{}", None))  # type: ignore[arg-type]
         await asyncio.to_thread(raw_http.slow_came.wait, TIMEOUT)
         reset = await tools["reset"].run("{}", None)  # type: ignore[arg-type]
+        cut = await tools["cut_stream"].run("{}", None)  # type: ignore[arg-type]
         opened = await tools["gate"].run("{}", None)  # type: ignore[arg-type]
         answered = await slow
         assert toolset._session.connections_opened == 1
     assert reset.is_error and "was lost while tool 'reset' was running" in reset.content, reset
     assert "(RemoteProtocolError: Server disconnected" in reset.content
     assert "the call is not sent again, as the tool may have run" in reset.content
+    assert cut.is_error and "was lost while tool 'cut_stream' was running" in cut.content, cut
+    assert "(SSE stream ended without a response); the call is not sent again" in cut.content
     assert opened.content == "gate ran" and not opened.is_error
     assert answered.content == "slow ran" and not answered.is_error, answered
 

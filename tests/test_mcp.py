@@ -371,7 +371,9 @@ async def test_large_results_arrive_over_streamable_http(
 
 
 async def test_an_answer_beyond_the_event_limit_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An answer the transport cannot take is reported as such, not only as a lost connection."""
+    """An answer the transport cannot take is reported as such, not only as a lost connection;
+    its call fails alone, the session kept (its loss was one request's own: taken for the
+    session's, the next call reconnected, failing every call in flight on it)."""
     monkeypatch.setattr("adk.mcp._servers._MAX_EVENT_SIZE", 1_000_000)
     process = HTTPServerProcess(legacy=True)
     await asyncio.to_thread(process.start)
@@ -382,6 +384,7 @@ async def test_an_answer_beyond_the_event_limit_says_so(monkeypatch: pytest.Monk
             assert "lost while tool 'large' was running (SSE stream failed: " in result.content
             assert "exceeded the 1000000 byte limit" in result.content
             assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
+            assert toolset._session.connections_opened == 1
     finally:
         process.stop()
 

@@ -131,6 +131,21 @@ def _is_exchange_failure(exc: BaseException) -> bool:
     return isinstance(exc, MCPError) and exc.code == INTERNAL_ERROR
 
 
+def _lost_alone(exc: BaseException, server: ServerConfig) -> bool:
+    """Whether ``exc``, a lost connection, is one request's own: over streamable HTTP each
+    request's answer comes on a stream of its own, and the ``mcp`` client reports one cut off or
+    failed (``SSE stream ended without a response``, ``SSE stream failed: ...``, a proxy ending a
+    long call's stream) with the code it gives the whole connection closing (``Connection
+    closed``, its own words for that). The session is not lost: marked so, the next call
+    reconnected and closed it, every call in flight on it failing."""
+    return (
+        isinstance(server, HTTPServer)
+        and isinstance(exc, MCPError)
+        and exc.code == CONNECTION_CLOSED
+        and exc.error.message != "Connection closed"
+    )
+
+
 def _is_session_expired(exc: BaseException) -> bool:
     """A stateful HTTP server answers 404 for a session it does not know (it restarted, or dropped
     the session): the request was refused before anything ran."""
@@ -906,11 +921,12 @@ class MCPToolset(SharedCloseable):
                 ) from None
             except Exception as exc:
                 lost = delivery.refused or _is_connection_lost(exc) or _is_session_expired(exc)
-                if delivery.broken is not None and not lost and attempt == 1:
-                    # One HTTP exchange failed (a proxy dropped it); the connection did not:
-                    # asked again on it, as after a lost one on a new one.
+                alone = delivery.broken is not None or _lost_alone(exc, server)
+                if alone and not (delivery.refused or _is_session_expired(exc)) and attempt == 1:
+                    # One HTTP exchange failed (a proxy dropped it, cut its answer's stream);
+                    # the connection did not: asked again on it, as after a lost one on a new one.
                     continue
-                if lost or delivery.broken is not None:
+                if lost or alone:
                     live.mark_lost()
                     if attempt == 1:
                         continue
@@ -980,14 +996,16 @@ class MCPToolset(SharedCloseable):
                         f"tool '{name}' is unavailable: MCP server '{server}' accepted a new "
                         f"session but then refused the call ({describe_error(exc, server)})"
                     )
-                if delivery.broken is not None and _is_exchange_failure(exc):
-                    # Its HTTP connection was lost (a proxy dropped it, the server died), the
-                    # session was not: the other calls on it go on; the next call that finds
-                    # the server gone reconnects. Not repeated, as below.
+                broken = delivery.broken is not None and _is_exchange_failure(exc)
+                if broken or _lost_alone(exc, server):
+                    # Its HTTP connection or answer's stream was lost (a proxy dropped it, the
+                    # server died), the session was not: the other calls on it go on; the next
+                    # call that finds the server gone reconnects. Not repeated, as below.
+                    why = delivery.broken if broken else describe_error(exc, server)
                     return ToolResult.error(
                         f"the connection to MCP server '{server}' was lost while tool '{name}' "
-                        f"was running ({server._redact(delivery.broken)}); the call is not sent "
-                        "again, as the tool may have run"
+                        f"was running ({server._redact(str(why))}); the call is not sent again, "
+                        "as the tool may have run"
                     )
                 if _is_connection_lost(exc):
                     # The request may have reached the server, so it is not repeated (tools are
