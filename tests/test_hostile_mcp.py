@@ -68,6 +68,8 @@ BROKEN = {
     "a_list": r"the server's answer could not be read by the MCP client \(result: ",
     # Nested past Python's parser too: it waited out call_timeout ('timed out after 30s').
     "too_deep": r"could not be read by the MCP client \(Invalid JSON: recursion limit exceeded",
+    # Not JSON at all, its id at its start: it waited out call_timeout ('timed out after 30s').
+    "cut_short": r"could not be read by the MCP client \(Invalid JSON: EOF while parsing",
 }
 
 

@@ -224,12 +224,11 @@ def _read_unreadable(exc: Exception) -> tuple[dict[str, Any], list[Any]] | None:
 
             try:
                 message = json.loads(given)
-            except RecursionError:
-                # Nested past Python's parser too (a result 100,000 levels deep): the answer's
-                # own id, at its start or end, is read as the stdio reader reads it.
+            except (RecursionError, ValueError):
+                # Nested past Python's parser too (a result 100,000 levels deep), or no JSON
+                # (an answer cut off mid-line): the answer's own id, at its start or end, is read
+                # as the stdio reader reads it; a line that shows none (garbage) answers nothing.
                 message = _answered_id(given)
-            except ValueError:
-                return None
             break
     if not isinstance(message, dict) or not errors:
         return None

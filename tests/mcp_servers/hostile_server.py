@@ -9,8 +9,8 @@ name listed twice, and tools whose results break ``CallToolResult``: content blo
 type, text that is not a string, content that is not a list, no content at all, a result that is a list, ``isError`` that
 is not a bool, structured content that is not an object, an image whose data is not base64, a
 result of 2 MB (with its ``id`` last too), a 2 MB log message, a result as large as asked
-(``OVERSIZED``), structured content nested 100,000 levels deep (``too_deep``), a log message
-forging a line (``log_forged``). Two calls made together show that a message which is no answer
+(``OVERSIZED``), structured content nested 100,000 levels deep (``too_deep``), an answer cut
+off mid-line, not JSON (``cut_short``), a log message forging a line (``log_forged``). Two calls made together show that a message which is no answer
 is not taken for the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` came too, and
 before both are answered the server sends messages that name the waiting call's id inside
 another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
@@ -151,7 +151,7 @@ def _tools(kind: str) -> list[Any]:
             return clashing[:1]
         return clashing[::-1] if kind == "clashing_reversed" else clashing
     named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE, *OVERSIZED, GZIPPED)
-    named += ("log_forged", "error_forged", "too_deep")
+    named += ("log_forged", "error_forged", "too_deep", "cut_short")
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
@@ -238,6 +238,12 @@ def main(kind: str) -> None:
             else:
                 return
             _send({"jsonrpc": "2.0", "id": request["id"], "result": _text(json.dumps(answer))})
+            continue
+        if request.get("method") == "tools/call" and name == "cut_short":
+            # An answer cut off mid-line (a server killed while writing it, a buffer's end).
+            answer = '{"jsonrpc": "2.0", "id": ' + json.dumps(request["id"]) + ', "result": {'
+            sys.stdout.write(answer + '"content": [{"type": "text", "text": "par\n')
+            sys.stdout.flush()
             continue
         if request.get("method") == "tools/call" and name == "too_deep":
             # Structured content nested past Python's own parser (json.dumps cannot write it).
