@@ -195,6 +195,31 @@ def test_the_call_an_unreadable_line_answers_is_found_only_as_the_messages_own_i
     assert _request_id(head, tail) == found
 
 
+@pytest.mark.parametrize(
+    ("head", "method"),
+    [
+        (
+            b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {',
+            "notifications/message",
+        ),
+        (b'{"method":"notifications/progress","params":{', "notifications/progress"),  # TypeScript
+        (b'{"method": "notifications/\x1b[2Jx", "params": {', "notifications/\\x1b[2Jx"),
+        # A request of the server's own, in either order: no notification, whatever it names.
+        (b'{"jsonrpc": "2.0", "id": 5, "method": "notifications/message", "params": {', None),
+        (b'{"method": "sampling/createMessage", "params": {', None),
+        (b'{"params": {"method": "notifications/message"}, ', None),  # a member's, not its own
+        (b'{"jsonrpc": "2.0", "id": 5, "result": {', None),
+    ],
+)
+def test_a_line_is_dropped_as_a_notification_only_when_its_start_shows_one(
+    head: bytes, method: str | None
+) -> None:
+    """Which unreadable line (over the cap, not UTF-8) is dropped, the connection going on: a
+    notification, its ``method`` (MCP names every notification ``notifications/...``, and no
+    request) its first member or the first after ``jsonrpc``; named in the warning escaped."""
+    assert stdio_reader._notification(head) == method
+
+
 async def test_a_servers_log_message_cannot_forge_a_log_line_or_reach_the_terminal(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
