@@ -452,7 +452,7 @@ class _RawHTTP(BaseHTTPRequestHandler):
     the request's id or that id as a string (``server.str_ids``). ``two_megabytes`` answers 2 MB
     of text, ``gzipped`` the same compressed to 2 KB. As a proxy in front of a server may:
     ``reset`` closes its connection without an answer, as do the next ``server.reset_listings``
-    listings, ``cut_stream`` after an event of its answer's stream (a log message), and
+    listings and ``server.reset_notifications`` notifications, ``cut_stream`` after an event of its answer's stream (a log message), and
     ``bad_gateway`` is answered 502 with a page of HTML (escapes in it); ``slow``
     is answered once ``gate`` was called (``server.slow_came`` set when it came)."""
 
@@ -481,6 +481,10 @@ class _RawHTTP(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b'{"jsonrpc')
             self.close_connection = True
+            return
+        if "id" not in body and self.server.reset_notifications:
+            self.server.reset_notifications -= 1
+            self.close_connection = True  # no answer: the client reads a closed connection
             return
         if "id" not in body:  # a notification
             self.send_response(202)
@@ -563,7 +567,7 @@ its pages are for old browsers), with an escape clearing a terminal in its title
 def raw_http() -> Iterator[Any]:
     server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _RawHTTP)
     server.cut_notification_answers = False
-    server.reset_listings = 0
+    server.reset_listings = server.reset_notifications = 0
     server.gate, server.slow_came = threading.Event(), threading.Event()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -674,6 +678,29 @@ async def test_one_failed_http_exchange_fails_its_call_alone_and_the_session_goe
     assert "(SSE stream ended without a response); the call is not sent again" in cut.content
     assert opened.content == "gate ran" and not opened.is_error
     assert answered.content == "slow ran" and not answered.is_error, answered
+
+
+async def test_a_notification_whose_http_exchange_fails_is_warned_about_and_the_session_goes_on(
+    raw_http: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The handshake's ``notifications/initialized`` POSTed and its connection closed before an
+    answer: a warning naming the server says it may not have arrived, and the session is used
+    as it was. Before, the failure ended the ``mcp`` client's writer: the session was left
+    unable to send, and its listing failed."""
+    raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, False
+    raw_http.reset_notifications = 1
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    try:
+        with caplog.at_level(logging.WARNING, logger="adk.mcp"):
+            async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+                tools = {tool.spec.name: tool for tool in await toolset.tools()}
+                ran = await tools["gate"].run("{}", None)  # type: ignore[arg-type]
+                opened = toolset._session.connections_opened
+    finally:
+        raw_http.reset_notifications = 0
+    assert ran.content == "gate ran" and opened == 1
+    [warning] = [r.getMessage() for r in caplog.records if "may not have arrived" in r.getMessage()]
+    assert f"MCP server '{url}'" in warning and "RemoteProtocolError" in warning
 
 
 async def test_a_proxys_error_page_is_given_by_its_title_escaped_and_bounded(
