@@ -433,7 +433,7 @@ _CALL_ID_MARK = "-"
 pyadk makes are letters, digits, ``_`` and ``-`` only, as Anthropic and AWS Bedrock take them
 (``^[a-zA-Z0-9_-]+$``, also behind an OpenAI-compatible proxy): ids made before were
 ``<id>~<n>``, which a checkpoint or a history saved then still holds (ids are opaque in pyadk;
-the OpenAI adapter sends such an id as ``wire_call_ids`` makes it)."""
+the OpenAI adapter sends such an id as ``wire_call_ids`` makes it to a server that refused it)."""
 
 
 def _unique_call_ids(ids: Sequence[str]) -> list[str]:

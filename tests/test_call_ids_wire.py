@@ -6,10 +6,11 @@ pyadk made ids of its own as ``<id>~<n>`` (a server numbering each reply's calls
 calls of a reply sharing one), and a history holding one, carried to such a provider (a model
 switch, a fallback model, a resume with another model configured), was refused with a 400 and
 the run failed; so was a history holding another server's id with ``.``, ``:`` or ``|`` (Kimi's
-``functions.add:0``) or a longer one. Ids pyadk makes are now ``<id>-<n>``, and the adapter
-sends an id that does not fit as one made from it (the same for a call and its result, in every
-request), leaving ids that fit as they are. The server here refuses as OpenRouter passes
-Anthropic's refusal on (``OpenAIServer(tool_ids="anthropic")``).
+``functions.add:0``) or a longer one. Ids pyadk makes are now ``<id>-<n>``, and once a server
+refuses an id that does not fit, the adapter sends the call again with each such id as one made
+from it (the same for a call and its result, in every later request), leaving ids that fit as
+they are. Until then ids go as they are: Kimi K2 reads its own back. The server here refuses as
+OpenRouter passes Anthropic's refusal on (``OpenAIServer(tool_ids="anthropic")``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import httpx2
+import openai
 import pytest
 from conftest import wire_model
 from openai_server import Call, OpenAIServer, Reply
@@ -28,6 +31,7 @@ from adk.checkpoint import InMemoryCheckpointStore
 from adk.messages import ToolCall
 from adk.models._openai_chat import chat_messages
 from adk.models._openai_responses import responses_input
+from adk.models.openai import _wants_fitting_ids
 from adk.tools._executor import own_call_ids, unique_call_ids
 from prebuilt import ReActAgent
 
@@ -85,8 +89,9 @@ def _history(*ids: str) -> list[Message]:
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_a_history_holding_ids_another_provider_refuses_goes_through(api: str) -> None:
     """An earlier pyadk's ``call_0~1``, Kimi's ``functions.add:0``, an id with ``|`` and one of
-    80 characters: each goes as an id that fits, the same on its call and its result and in
-    the next request; OpenAI's own ``call_...`` goes as it is."""
+    80 characters: refused as they are, each goes again as an id that fits, the same on its
+    call and its result and in the next request, which the model sends so at once; OpenAI's
+    own ``call_...`` goes as it is."""
     own = "call_Xq7bH2kLm9Pz0aRtY3uVwE1s"
     odd = ["call_0~1", "functions.add:0", "toolu|01", "x" * 80]
     history = _history(own, *odd)
@@ -94,9 +99,10 @@ async def test_a_history_holding_ids_another_provider_refuses_goes_through(api: 
     async with server, wire_model(server, api) as model:
         first = await model.generate(history)
         second = await model.generate([*history, first, Message.user("once more?")])
-    assert first.content == second.content == "the same"  # neither refused
-    assert len(server.requests) == 2
-    sent = [_sent_ids(body) for body in server.bodies]
+    assert first.content == second.content == "the same"
+    assert len(server.requests) == 3  # the first refused, once
+    refused, *sent = [_sent_ids(body) for body in server.bodies]
+    assert [i for _, i in refused] == [own, *odd, own, *odd]  # as they are, until refused
     calls = [i for kind, i in sent[0] if kind == "call"]
     results = [i for kind, i in sent[0] if kind == "result"]
     assert calls == results  # each result under its call's id
@@ -128,10 +134,34 @@ async def test_a_run_whose_server_reuses_ids_goes_to_a_provider_taking_only_fitt
         async with wire_model(server, api) as model:
             result = await Runner(ReActAgent("calc", model, tools=[add])).invoke("sums?")
     assert result.text == "3, 7, 11"
-    assert len(server.requests) == 3  # none refused
+    assert len(server.requests) == 3  # none refused: pyadk's own ids fit
     ids = [i for kind, i in _sent_ids(server.bodies[2]) if kind == "call"]
     assert ids == ["call_0", "call_0-2", "call_0-1"]  # pyadk's own, sent as they are
     assert [m.tool_call_id for m in result.messages if m.role == Role.TOOL] == ids
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_servers_own_ids_go_back_to_it_as_it_made_them(api: str) -> None:
+    """Kimi K2 (vLLM, SGLang) names each call ``functions.<name>:<n>`` and reads the tool's name
+    back from the id; its chat template puts the history's ids in the prompt, and a history of
+    ids in another form makes it answer with ids in that form, which its parser cannot read
+    (vLLM's Kimi K2 accuracy report). A server that takes its own ids gets them back as it made
+    them, on the call and on its result, not made to fit a provider that is not asked."""
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(tool_calls=[Call("add", '{"a": 1, "b": 2}', id="functions.add:0")]),
+            Reply(tool_calls=[Call("add", '{"a": 3, "b": 4}', id="functions.add:1")]),
+            Reply(text="3, 7"),
+        )
+        async with wire_model(server, api) as model:
+            result = await Runner(ReActAgent("calc", model, tools=[add])).invoke("sums?")
+    assert result.text == "3, 7"
+    assert _sent_ids(server.bodies[2]) == [
+        ("call", "functions.add:0"),
+        ("result", "functions.add:0"),
+        ("call", "functions.add:1"),
+        ("result", "functions.add:1"),
+    ]
 
 
 FIXTURE = Path(__file__).parent / "fixtures" / "main_6e2d7a1_tilde_call_id_pause.ckpt"
@@ -164,7 +194,8 @@ async def test_a_pause_saved_with_an_old_form_id_resumes_by_its_point_id_through
                 await runner.invoke_resume("old", {point + "~1": True})
             done = await runner.invoke_resume("old", {point + "-1": False})
     assert done.text == "all settled" and PAID == ["eve"]
-    first, second = (_sent_ids(body) for body in server.bodies)
+    refused, first, second = (_sent_ids(body) for body in server.bodies)
+    assert refused[2] == ("call", "c1~1")  # as it is, until refused; then made to fit
     assert all(FITS.fullmatch(i) for _, i in first + second)
     old = first[2][1]  # bob's c1, its result, then eve's c1~1 as sent
     assert first == [("call", "c1"), ("result", "c1"), ("call", old), ("result", old)]
@@ -187,11 +218,12 @@ def test_ids_of_ones_own_never_take_an_id_a_call_of_the_reply_holds() -> None:
 def test_an_id_made_to_fit_never_takes_an_id_the_request_holds() -> None:
     """Made from the id alone, unless the request holds that one already (an id that fits, sent
     as it is): then made again, and the two stay apart."""
-    (made,) = [i for kind, i in _sent_ids({"messages": chat_messages(_history("c~1"))})[:1]]
-    both = chat_messages(_history(made, "c~1"))
+    history = _history("c~1")
+    (made,) = [i for _, i in _sent_ids({"messages": chat_messages(history, fit_ids=True)})[:1]]
+    both = chat_messages(_history(made, "c~1"), fit_ids=True)
     ids = [i for kind, i in _sent_ids({"messages": both}) if kind == "call"]
     assert ids[0] == made and ids[1] != made and FITS.fullmatch(ids[1])
-    items = responses_input(_history(made, "c~1"))
+    items = responses_input(_history(made, "c~1"), fit_ids=True)
     assert [i for kind, i in _sent_ids({"input": items}) if kind == "call"] == ids
 
 
@@ -207,3 +239,29 @@ def test_what_a_reply_saved_before_keeps_under_an_old_form_id_goes_back_on_its_c
     )
     (wire,) = chat_messages([reply])
     assert [c.get("extra_content") for c in wire["tool_calls"]] == signed
+
+
+@pytest.mark.parametrize(
+    ("said", "wanted"),
+    [
+        # Bedrock's own validation error, as LiteLLM passes it on
+        (
+            "BedrockException - 1 validation error detected: Value 'functions.add:0' at "
+            "'messages.1.member.content.1.member.toolUse.toolUseId' failed to satisfy "
+            "constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+",
+            True,
+        ),
+        ("messages.3.content.0.tool_result.tool_use_id: String should have at most 64", True),
+        ("messages.1.content.0.tool_use.input: Input should be a valid dictionary", False),
+    ],
+)
+def test_the_refusals_that_make_ids_fit_are_anthropics_and_bedrocks(
+    said: str, wanted: bool
+) -> None:
+    """Only a refusal of an id's form makes a model send ids made to fit; one of something else
+    (a call's input) is the server's error, raised."""
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    body = {"error": {"message": said, "type": "invalid_request_error"}}
+    error = openai.BadRequestError(said, response=httpx2.Response(400, request=request), body=body)
+    assert _wants_fitting_ids(error) is wanted
+    assert _wants_fitting_ids(ValueError(said)) is False

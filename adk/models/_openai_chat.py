@@ -149,6 +149,7 @@ def chat_messages(
     send_reasoning: bool = False,
     send_parts: bool = True,
     short_ids: bool = False,
+    fit_ids: bool = False,
     send_kept: bool = True,
     origin: str | None = None,
     server: str | None = None,
@@ -161,11 +162,13 @@ def chat_messages(
     messages with tool calls carry it as ``reasoning_content``, ``""`` when they have none. Without
     ``send_parts`` (``parts="text"``: a text-only server) no content part but text is sent: a
     message's parts are the placeholders in its text (:func:`parts_as_text`), and a tool round
-    is followed by no user message of parts. A tool-call id that does not fit what Anthropic and
-    Bedrock take (``fits_wire``: an earlier pyadk's ``<id>~<n>``, a server's with ``.`` or ``:``,
-    more than 64 characters) goes as ``wire_call_ids`` makes it, the same for a call and its
-    result; one that fits goes as it is. With ``short_ids`` (a server that refused an id, as
-    Mistral does) each goes as :func:`short_call_id` makes it. What a reply's
+    is followed by no user message of parts. Tool-call ids go as they are (a server reading its
+    own back, as Kimi K2's ``functions.add:0``, gets them as it made them), except with
+    ``fit_ids`` (a server that refused an id, as Anthropic and Bedrock behind a proxy refuse
+    one but ``^[a-zA-Z0-9_-]{1,64}$``): then one that does not fit (``fits_wire``: an earlier
+    pyadk's ``<id>~<n>``, a server's with ``.`` or ``:``, more than 64 characters) goes as
+    ``wire_call_ids`` makes it, the same for a call and its result. With ``short_ids`` (a server
+    that refused an id, as Mistral does) each goes as :func:`short_call_id` makes it. What a reply's
     metadata keeps to be sent back (Gemini's ``extra_content`` on its calls, OpenRouter's
     ``reasoning_details``) goes back on it, unless ``send_kept`` is off (a server that refused
     them: :data:`KEPT_FIELDS`) or the message came from a model or server other than ``origin``
@@ -196,7 +199,7 @@ def chat_messages(
                     call_id = call.id
                     if short_ids:
                         call_id = short_call_id(call_id)
-                    elif call_id not in FITTING_IDS and not fits_wire(call_id):
+                    elif fit_ids and call_id not in FITTING_IDS and not fits_wire(call_id):
                         # rare: an id an earlier pyadk made (``<id>~<n>``), a server's with ``:``
                         if wire_ids is None:
                             wire_ids = wire_call_ids(messages)
@@ -235,7 +238,7 @@ def chat_messages(
             call_id = require_tool_call_id(message, position)
             if short_ids:
                 call_id = short_call_id(call_id)
-            elif call_id not in FITTING_IDS and not fits_wire(call_id):
+            elif fit_ids and call_id not in FITTING_IDS and not fits_wire(call_id):
                 if wire_ids is None:
                     wire_ids = wire_call_ids(messages)
                 call_id = wire_ids[call_id]
@@ -293,6 +296,7 @@ def chat_request(
     send_reasoning: bool = False,
     send_parts: bool = True,
     short_ids: bool = False,
+    fit_ids: bool = False,
     send_kept: bool = True,
     origin: str | None = None,
     server: str | None = None,
@@ -301,7 +305,7 @@ def chat_request(
 
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
     refused it) so the final chunk carries token counts. ``send_reasoning``, ``send_parts``,
-    ``short_ids``, ``send_kept``, ``origin`` and ``server``: see :func:`chat_messages`. ``options.extra`` travels as
+    ``short_ids``, ``fit_ids``, ``send_kept``, ``origin`` and ``server``: see :func:`chat_messages`. ``options.extra`` travels as
     ``extra_body`` and so overrides anything set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
     (:data:`~adk.models._openai_common.TOOL_FIELDS`).
     """
@@ -312,6 +316,7 @@ def chat_request(
             send_reasoning=send_reasoning,
             send_parts=send_parts,
             short_ids=short_ids,
+            fit_ids=fit_ids,
             send_kept=send_kept,
             origin=origin,
             server=server,

@@ -404,7 +404,8 @@ def wire_call_ids(messages: Sequence[Message]) -> dict[str, str]:
     call and its result, sent apart, and every later request carry the same, unless that is an id
     of the request already (one sent as it is, or another's made so), when it is made again with a
     salt; the ids are taken in sorted order, so the request's order does not matter. Read only
-    for a request holding such an id: the adapters call it at the first one they meet."""
+    for a request holding such an id to a server that refused one (``fit_ids``): the adapters
+    call it at the first one they meet."""
     fitting: set[str] = set()
     odd: set[str] = set()
     for message in messages:

@@ -50,13 +50,14 @@ _DONE_TEXT = frozenset(
 
 
 def responses_input(
-    messages: Sequence[Message], *, send_parts: bool = True
+    messages: Sequence[Message], *, send_parts: bool = True, fit_ids: bool = False
 ) -> list[dict[str, Any]]:
     """Input items. System messages stay in place as ``system`` items (rather than ``instructions``)
     so their order relative to the conversation is kept. Without ``send_parts`` (``parts="text"``)
     a message's parts are the placeholders in its text (:func:`parts_as_text`), no content item
-    but text is sent. A tool-call id that does not fit (``fits_wire``) goes as ``wire_call_ids``
-    makes it, the same for a call and its output; one that fits goes as it is."""
+    but text is sent. Tool-call ids go as they are, except with ``fit_ids`` (a server that refused
+    one, see :func:`~adk.models._openai_chat.chat_messages`): then one that does not fit
+    (``fits_wire``) goes as ``wire_call_ids`` makes it, the same for a call and its output."""
     out: list[dict[str, Any]] = []
     rounds: list[tuple[int, list[str]]] = []  # replies of several calls: results_in_call_order
     wire_ids: dict[str, str] | None = None  # ids that do not fit, as they go (wire_call_ids)
@@ -69,7 +70,7 @@ def responses_input(
             sent: list[str] = []
             for call in calls:
                 call_id = call.id
-                if call_id not in FITTING_IDS and not fits_wire(call_id):
+                if fit_ids and call_id not in FITTING_IDS and not fits_wire(call_id):
                     # rare: an id an earlier pyadk made (``<id>~<n>``), a server's with ``:``
                     if wire_ids is None:
                         wire_ids = wire_call_ids(messages)
@@ -95,7 +96,7 @@ def responses_input(
                 )
                 output.extend(responses_part(part) for part in message.parts)
             call_id = require_tool_call_id(message, position)
-            if call_id not in FITTING_IDS and not fits_wire(call_id):
+            if fit_ids and call_id not in FITTING_IDS and not fits_wire(call_id):
                 if wire_ids is None:
                     wire_ids = wire_call_ids(messages)
                 call_id = wire_ids[call_id]
@@ -149,21 +150,22 @@ def responses_request(
     send_reasoning: bool = False,
     send_parts: bool = True,
     short_ids: bool = False,
+    fit_ids: bool = False,
     send_kept: bool = True,
     origin: str | None = None,
     server: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.responses.create``. ``max_tokens`` becomes
     ``max_output_tokens`` (``max_tokens_field``, ``stream_usage``, ``send_reasoning``,
-    ``short_ids``, ``send_kept``, ``origin`` and ``server`` are Chat concerns; ``send_parts``: see
-    :func:`responses_input`) and ``response_format`` becomes ``text.format``. ``stop`` is
+    ``short_ids``, ``send_kept``, ``origin`` and ``server`` are Chat concerns; ``send_parts`` and
+    ``fit_ids``: see :func:`responses_input`) and ``response_format`` becomes ``text.format``. ``stop`` is
     rejected: the Responses API has no stop sequences. Without tools, ``tool_choice`` and
     ``parallel_tool_calls`` are left out (:data:`~adk.models._openai_common.TOOL_FIELDS`), as
     from a Chat request."""
     del max_tokens_field, stream_usage, send_reasoning, short_ids, send_kept, origin, server
     request: dict[str, Any] = {
         "model": model,
-        "input": responses_input(messages, send_parts=send_parts),
+        "input": responses_input(messages, send_parts=send_parts, fit_ids=fit_ids),
     }
     if tools:
         request["tools"] = responses_tools(tools)

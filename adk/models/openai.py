@@ -31,6 +31,7 @@ from ._openai_chat import short_call_id as _short_call_id
 from ._openai_common import (
     SHORTEST_KEY,
     error_detail,
+    fits_wire,
     in_band_status,
     json_schema_of,
     quotes_key,
@@ -316,6 +317,7 @@ class OpenAIChatModel(SharedCloseable):
         self._stream_usage = True
         self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
         self._short_ids = False  # tool-call ids as nine letters and digits (Mistral)
+        self._fit_ids = False  # tool-call ids made to fit ^[a-zA-Z0-9_-]{1,64}$ (Anthropic)
         self._send_kept = True  # what replies' metadata keeps to be sent back (KEPT_FIELDS)
         self._formats = FormatFallback()  # how much of a schema response_format the server takes
         self._wrapped = WrappedSchemas()  # strict schemas sent wrapped, not walked per call
@@ -614,6 +616,7 @@ class OpenAIChatModel(SharedCloseable):
             send_reasoning=changed.get("send_reasoning", self._send_reasoning),
             send_parts=self._send_parts,
             short_ids=changed.get("short_ids", self._short_ids),
+            fit_ids=changed.get("fit_ids", self._fit_ids),
             send_kept=changed.get("send_kept", self._send_kept),
             origin=self._origin_for(self.model_name if asked is None else asked),
             server=self._origin,
@@ -645,7 +648,11 @@ class OpenAIChatModel(SharedCloseable):
         The reverse too: DeepSeek's and Kimi's thinking modes refuse assistant tool-call messages
         sent without their ``reasoning_content``, which is then sent back (``chat_messages``).
         And Mistral refuses a tool-call id that is not nine letters and digits (another server's,
-        pyadk's own ``call_0``), which then go as ``short_call_id`` makes them; and a message
+        pyadk's own ``call_0``), which then go as ``short_call_id`` makes them; Anthropic and AWS
+        Bedrock (behind OpenRouter, LiteLLM or another proxy, Chat or Responses) refuse one but
+        ``^[a-zA-Z0-9_-]{1,64}$`` (an earlier pyadk's ``call_0~1``, Kimi's ``functions.add:0``),
+        which then go as ``wire_call_ids`` makes them (ids go as they are until then: Kimi K2
+        reads its own back, and answers in the form the history's ids have); and a message
         field it does not know (422 ``extra_forbidden``), such as what replies of Gemini or
         OpenRouter keep to be sent back (``KEPT_FIELDS``), which is then left out.
 
@@ -684,6 +691,14 @@ class OpenAIChatModel(SharedCloseable):
         ):
             changes["short_ids"] = True
             adapted.add("tool_call_ids")
+            return True
+        if (
+            "fitting ids" not in adapted
+            and _wants_fitting_ids(error.__cause__)
+            and not _sent_fitting_ids(request)
+        ):
+            changes["fit_ids"] = True
+            adapted.add("fitting ids")
             return True
         if (
             self._api == "chat"
@@ -1023,7 +1038,7 @@ async def _close_client(client: openai.AsyncOpenAI) -> None:
 # What ``_adapt`` may change for a call, which ``_learn`` keeps: ``OpenAIChatModel``'s attributes
 # of these names, ``_`` before each.
 _ADAPTED = frozenset(
-    {"max_tokens_field", "stream_usage", "send_reasoning", "short_ids", "send_kept"}
+    {"max_tokens_field", "stream_usage", "send_reasoning", "short_ids", "fit_ids", "send_kept"}
 )
 _UNCHANGED: dict[str, Any] = {}  # ``_request``'s changes when there are none (never written)
 
@@ -1328,6 +1343,43 @@ def _sent_short_ids(request: dict[str, Any]) -> bool:
         if any(_short_call_id(i) != i for i in ids):
             return False
     return True
+
+
+# Anthropic's 400, as OpenRouter or LiteLLM pass it on: "messages.1.content.0.tool_use.id: String
+# should match pattern '^[a-zA-Z0-9_-]+$'" (or "... should have at most 64 characters", and
+# tool_result.tool_use_id alike); AWS Bedrock's: "Value '...' at 'messages.1.member.content.1.
+# member.toolUse.toolUseId' failed to satisfy constraint: Member must satisfy regular expression
+# pattern: [a-zA-Z0-9_-]+" (or "... must have length less than or equal to 64").
+_FITTING_IDS_WANTED = re.compile(
+    r"(?:tool_use\.id|tool_use_id)\W{1,4}string should (?:match pattern|have at most 64)"
+    r"|tooluseid\W.{0,80}?failed to satisfy constraint",
+    re.IGNORECASE,
+)
+
+
+def _wants_fitting_ids(exc: BaseException | None) -> bool:
+    """Whether a server's answer refuses a tool-call id for not being letters, digits, ``_`` and
+    ``-``, 1 to 64 of them (Anthropic's or Bedrock's 400, also behind a proxy)."""
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    body = exc.body
+    text = json.dumps(body, ensure_ascii=False) if isinstance(body, (dict, list)) else str(body)
+    return _FITTING_IDS_WANTED.search(text) is not None
+
+
+def _sent_fitting_ids(request: dict[str, Any]) -> bool:
+    """Whether every tool-call id a Chat or Responses request carried fitted already: then making
+    them fit cannot mend what the server refused."""
+    ids: list[Any] = []
+    for message in request.get("messages", ()):
+        ids.extend(call["id"] for call in message.get("tool_calls", ()))
+        if message.get("role") == "tool":
+            ids.append(message.get("tool_call_id", ""))
+    items = request.get("input", ())
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, dict) and item.get("type") in ("function_call", "function_call_output"):
+            ids.append(item.get("call_id", ""))
+    return all(isinstance(i, str) and fits_wire(i) for i in ids)
 
 
 _KEPT_NAMED = re.compile(rf"\b(?:{'|'.join(KEPT_FIELDS)})\b")
