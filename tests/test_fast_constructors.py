@@ -8,6 +8,7 @@ field is set, and that the public classes' objects equal what their constructors
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 
 from adk import (
@@ -187,3 +188,31 @@ async def test_an_event_an_agent_tool_shows_has_every_field_set() -> None:
         agent_name="inner", run_path=("outer", "inner"), output=shown[0].output
     )
     assert shown[0].message == Message.assistant("inner done")
+
+
+@dataclasses.dataclass(slots=True)
+class _Tagged(AgentEvent):
+    """An event class of a program's own, with a field of its own."""
+
+    tag: str = ""
+
+
+class _ShowsTagged(BaseAgent):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield _Tagged(output=AgentEvent.custom("progress").output, tag="mine")
+        yield AgentEvent.of(Message.assistant("tagged done"))
+
+
+async def test_an_event_of_a_subclass_an_agent_tool_shows_keeps_its_class_and_fields() -> None:
+    # The copy made field by field is an AgentEvent: one of a subclass shown from inside an
+    # AgentTool lost its class and its own fields (``dataclasses.replace``, before, kept them),
+    # where the same event from an agent at the root comes out as it was yielded.
+    inner = _ShowsTagged("inner", "Tags.")
+    model = ScriptedModel([Reply(tool_calls=[tool_call("inner", {"request": "go"})]), "done"])
+    agent = ReActAgent("outer", model, tools=[AgentTool(inner, emit_inner_events=True)])
+    result = await Runner(agent).invoke("hi")
+    shown = [event for event in result.events if event.run_path == ("outer", "inner")]
+    assert isinstance(shown[0], _Tagged) and _all_set(shown[0])
+    assert (shown[0].tag, shown[0].run_path, shown[0].action) == ("mine", ("outer", "inner"), None)
+    assert shown[0].output is not None and shown[0].output.custom == "progress"
+    assert type(shown[1]) is AgentEvent and result.text == "done"
