@@ -13,6 +13,7 @@ plan routes back inside.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -410,16 +411,22 @@ class AgentTool:
         # Made with its fields set directly, as ``AgentEvent.of`` makes one: made once per
         # enclosing AgentTool for every event shown from the innermost one, where
         # ``dataclasses.replace`` (keywords, ``__init__``, a look at every field) was a fifth of
-        # a forwarding level's cost per event.
-        shown = _new(AgentEvent)
-        shown.agent_name = event.agent_name
-        shown.run_path = (*ctx.run_path, *event.run_path)
-        shown.output = event.output
-        shown.action = None
-        shown.error = event.error
-        shown.exception = event.exception
-        shown._flags = _FORWARDED
-        shown._signal = event._signal
+        # a forwarding level's cost per event. An event of a class of one's own (a subclass,
+        # its own fields too) is copied as it is, by ``dataclasses.replace``: made an
+        # AgentEvent, it lost its class and fields only when shown from inside an AgentTool.
+        path = (*ctx.run_path, *event.run_path)
+        if type(event) is AgentEvent:
+            shown = _new(AgentEvent)
+            shown.agent_name = event.agent_name
+            shown.run_path = path
+            shown.output = event.output
+            shown.action = None
+            shown.error = event.error
+            shown.exception = event.exception
+            shown._flags = _FORWARDED
+            shown._signal = event._signal
+        else:
+            shown = dataclasses.replace(event, run_path=path, action=None, _flags=_FORWARDED)
         run = ctx.run_context._run
         if run.keeps_shown:  # its collector finds its output without it (``runner._own_output``)
             if run.forwarded is None:
