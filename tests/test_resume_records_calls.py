@@ -18,6 +18,7 @@ import json
 import logging
 import subprocess
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,9 +54,10 @@ from adk.checkpoint import (
     CheckpointStoreError,
     InMemoryCheckpointStore,
     SQLiteCheckpointStore,
+    _progress,
 )
 from adk.checkpoint import _claim as _claim_module
-from adk.checkpoint.codec import decode_checkpoint
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.interrupts import AGENT_STATE
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -1869,3 +1871,56 @@ async def test_two_agent_tool_calls_record_apart_and_a_nested_run_pausing_again_
     assert done.text == "paid 5 to bob; paid 9 to landlord | paid 5 to eve"
     assert sorted(paid) == ["bob", "eve", "landlord"]
     assert await store.get("two") is None
+
+
+async def test_a_record_refused_in_a_write_whose_holder_was_cancelled_leaves_the_queue(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Records asked for together are written by the one holding the lock (``_write_queued``),
+    which sets the outcome of a record it refuses (a value that cannot be stored) before the
+    write. Its holder cancelled in that write (the loop shutting down cancels the record's
+    task, which ``finish`` keeps from its caller only), the refused record stayed in the
+    queue once it had returned, its context with it (and through it its run, which holds
+    the queue: a cycle) until some later write. It warns once and leaves the queue; the
+    holder's own record, cancelled before it was written, is not in it either."""
+    entered = asyncio.Event()
+
+    class _Hangs(InMemoryCheckpointStore):
+        async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
+            entered.set()
+            await asyncio.Event().wait()  # cancelled here
+            raise AssertionError("unreachable")
+
+    empty = {AGENT_STATE: {}}
+    body: dict[str, Any] = {"states": {"a": dict(empty), "b": dict(empty)}, "points": []}
+    data = encode_checkpoint(body)
+    store = _Hangs()
+    await store.put("p", data)
+    progress = _progress._Progress(store, "p", body, data, None)
+    run = SimpleNamespace(session=SimpleNamespace(values={}))
+
+    class _Ctx:  # a component's context: its address, and the run its session is read from
+        def __init__(self, address: str) -> None:
+            self.address, self._run = address, run
+
+    holder_ctx, refused_ctx = _Ctx("a"), _Ctx("b")
+    refused_alive = weakref.ref(refused_ctx)
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        holder = asyncio.create_task(
+            progress.record(holder_ctx, {"done": 1}, "a's call")  # type: ignore[arg-type]
+        )
+        refused = asyncio.create_task(
+            progress.record(refused_ctx, {"done": object()}, "b's call")  # type: ignore[arg-type]
+        )
+        await entered.wait()
+        holder.cancel()
+        await asyncio.wait([holder])
+        assert holder.cancelled()
+        assert await refused is False
+    warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+    assert len(warnings) == 1 and "b's call" in warnings[0], warnings
+    del refused_ctx, refused, holder  # (the cancelled one's traceback holds its batch)
+    gc.collect()
+    assert refused_alive() is None  # let go: no queue holds it
+    assert progress._queued == []
+    assert await store.get("p") == data  # nothing written
