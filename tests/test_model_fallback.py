@@ -10,6 +10,7 @@ runs its demonstration), so the page and what these tests check cannot drift apa
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import re
@@ -21,6 +22,7 @@ from conftest import wire_model
 from openai_server import Call, OpenAIServer, Reply
 
 import adk
+from adk.testing import ScriptedModel
 from prebuilt import ReActAgent
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "models.md"
@@ -28,18 +30,42 @@ FAST = adk.RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.002, jit
 GUARD = 20.0  # seconds: a first model waited out in full fails the test instead of hanging it
 
 
-def _documented_fallback() -> Any:
+def _documented_program() -> str:
     text = PAGE.read_text()
     section = text[text.index("### A second model when the first fails") :]
     code = re.search(r"^```python\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
     assert code is not None and "class Fallback" in code.group(1)
-    program = code.group(1).replace("asyncio.run(main())", "")
+    return code.group(1)
+
+
+def _documented_fallback() -> Any:
+    program = _documented_program().replace("asyncio.run(main())", "")
     namespace: dict[str, Any] = {"__name__": "docs_models_fallback"}
     exec(compile(program, str(PAGE), "exec"), namespace)
     return namespace["Fallback"]
 
 
 Fallback = _documented_fallback()
+
+
+def _definitions(source: str) -> dict[str, str]:
+    """The top-level functions and classes of ``source``, each as its AST (formatting aside)."""
+    return {
+        node.name: ast.dump(node)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+
+
+def test_the_page_s_class_is_the_one_a_strict_user_s_mypy_checks() -> None:
+    """tests/typed_usage/fallback_model.py is what CI's mypy --strict checks as a user's copy:
+    the page's ``passes_on`` and ``Fallback`` must be it. A copy of the page's class failed
+    strict mypy (``ChatModel`` has no ``model_name``, ``aclosing`` takes no ``AsyncIterator``,
+    the second model's ``TimeoutError`` passed where a ``ModelError`` is read)."""
+    page = _definitions(_documented_program())
+    page.pop("main")  # the page's demonstration, run by test_doc_snippets
+    typed = _definitions((Path(__file__).parent / "typed_usage" / "fallback_model.py").read_text())
+    assert page == typed
 
 
 @adk.tool(require_approval=True)
@@ -152,3 +178,17 @@ async def test_both_providers_down_is_an_error_naming_both(
     assert isinstance(failed.value.__cause__, adk.ModelError)
     assert failed.value.__cause__.status == 502
     assert failed.value.__cause__.retry_after == 0.0  # the second's, for the service to pass on
+
+
+async def test_a_second_model_s_own_timeout_error_is_raised_as_it_is() -> None:
+    """A second model raising ``TimeoutError`` of its own (a model of yours bounding its call)
+    in a stream: before, the page's class took it for a ``ModelError`` naming both providers,
+    and read its ``status``: an ``AttributeError`` hid it."""
+    first = ScriptedModel([adk.ModelError("HTTP 503: overloaded", status=503)])
+    second = ScriptedModel([TimeoutError("the second's own deadline")])
+    agent = ReActAgent("support", Fallback(first, second))
+    async with adk.Runner(agent, enable_streaming=True) as runner:
+        with pytest.raises(adk.RunError) as failed:
+            await runner.invoke("hi")
+    assert type(failed.value.__cause__) is TimeoutError
+    assert str(failed.value.__cause__) == "the second's own deadline"
