@@ -7,10 +7,13 @@ cannot be retried (a pause, the run's own failures) is not; the plan says which 
 from __future__ import annotations
 
 import json
+import time
 from http import HTTPStatus
 from typing import Any
 
 import pytest
+from conftest import wire_model
+from openai_server import OpenAIServer, Reply
 
 from adk import Interrupt, ModelError, RetryPolicy, RunError, Runner, Session
 from adk.actions import (
@@ -23,6 +26,7 @@ from adk.actions import (
     action,
 )
 from adk.checkpoint import InMemoryCheckpointStore
+from adk.messages import Message
 
 NOW = RetryPolicy(max_attempts=3, initial_delay=0, jitter=False)
 
@@ -288,3 +292,91 @@ async def test_an_action_retry_reads_the_status_of_an_httpx_raise_for_status(
         await Runner(Fetcher("fetcher")).invoke("go")
     assert len(tried) == attempts
     assert raised.value.__cause__ is not None and raised.value.__cause__.__cause__ is tried[-1]
+
+
+def _told_not_to_retry(status: int) -> Exception:
+    """httpx's ``HTTPStatusError`` for ``status`` sent with ``x-should-retry: false``."""
+    import httpx2
+
+    response = httpx2.Response(
+        status,
+        headers={"X-Should-Retry": "false"},
+        request=httpx2.Request("GET", "http://api.invalid/items/7"),
+    )
+    try:
+        response.raise_for_status()
+    except httpx2.HTTPStatusError as exc:
+        return exc
+    raise AssertionError(f"raise_for_status() passed a {status}")
+
+
+@pytest.mark.parametrize(
+    ("reply", "attempts"),
+    [
+        (Reply(status=429, error="slow down", should_retry="false", retry_after="0"), 1),
+        (Reply(status=503, error="busy", retry_after="3600"), 1),
+        (Reply(status=503, error="busy", retry_after="0"), 3),
+    ],
+    ids=["x-should-retry-false", "wait-too-long", "wait-retried"],
+)
+async def test_an_action_retry_does_not_ask_again_what_the_model_was_told_not_to(
+    reply: Reply, attempts: int
+) -> None:
+    """An action calling a model over the wire, the model's own retries off: a server saying
+    ``x-should-retry: false``, or asking to wait longer than a call waits (60 s), made the
+    adapter give up at once, and the action asked again anyway (``max_attempts`` requests,
+    after the policy's backoff), as the adapter would not have; a ``Retry-After`` it may wait
+    out is retried as before."""
+    once = RetryPolicy(max_attempts=1)
+
+    async with OpenAIServer() as server:
+        server.default = reply
+        model = wire_model(server, retry=once)
+
+        class Caller(ActionAgent):
+            @action(InputEvent, retry=NOW)
+            async def call(self, event: InputEvent, ctx: ActionContext) -> None:
+                await model.generate([Message.user(event.input)])
+
+        try:
+            with pytest.raises(RunError) as raised:
+                await Runner(Caller("caller")).invoke("go")
+        finally:
+            await model.aclose()
+    assert len(server.requests) == attempts
+    assert isinstance(raised.value.__cause__, ActionError)
+    assert isinstance(raised.value.__cause__.__cause__, ModelError)
+
+
+async def test_an_action_retry_reads_httpx_s_x_should_retry_and_waits_a_model_s_retry_after() -> (
+    None
+):
+    """An action's own HTTP call answered with ``x-should-retry: false`` is not retried (the
+    header is read off the error's ``response``, any case); a ``ModelError``'s ``retry_after``
+    is waited before the next attempt, beating the policy's backoff (0 here) as an adapter's
+    retry does: it was ignored."""
+    tried: list[float] = []
+
+    class Fetcher(ActionAgent):
+        @action(InputEvent, retry=NOW)
+        def fetch(self, event: InputEvent, ctx: ActionContext) -> None:
+            tried.append(time.monotonic())
+            raise _told_not_to_retry(503)
+
+    with pytest.raises(RunError):
+        await Runner(Fetcher("fetcher")).invoke("go")
+    assert len(tried) == 1
+
+    tried.clear()
+
+    class Paced(ActionAgent):
+        @action(InputEvent, retry=NOW)
+        def call(self, event: InputEvent, ctx: ActionContext) -> None:
+            tried.append(time.monotonic())
+            if len(tried) == 1:
+                raise ModelError("HTTP 429: slow down", status=429, retry_after=0.05)
+            ctx.send_event(OutputEvent(output="answered"))
+
+    result = await Runner(Paced("paced")).invoke("go")
+    assert result.text == "answered" and len(tried) == 2
+    assert tried[1] - tried[0] >= 0.05  # (a lower bound: the wait asked, at least)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
@@ -43,7 +42,7 @@ from ..context import RunContext, generate_counted
 from ..events import AgentAction, AgentEvent, _type_name
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
-from ..models.base import ChatModel, RetryPolicy
+from ..models.base import ChatModel
 from ..resources import Resources, _RenamedTool, _TemplatePrompt, _Unknown
 from ..tools._origin import tool_origin
 from ..tools.base import Tool, ToolError
@@ -382,7 +381,7 @@ class _ActionRun:
                         ):
                             self._undo_writes()  # it runs again: its writes and events count once
                             sent.clear()
-                            await asyncio.sleep(_backoff(policy, attempt))
+                            await asyncio.sleep(policy._wait_after(exc, attempt))
                             attempt += 1
                             continue
                         tries = f" after {attempt} attempts" if attempt > 1 else ""
@@ -830,13 +829,6 @@ def _holds_any(annotation: Any, depth: int) -> bool:
     if get_origin(annotation) is Annotated and _is_json(annotation.__metadata__):
         return False  # ``Optional[Json[Any]]``: see ``_loose_fields``
     return any(_holds_any(arg, depth + 1) for arg in get_args(annotation))
-
-
-def _backoff(policy: RetryPolicy, attempt: int) -> float:
-    """Seconds before attempt ``attempt + 1``: exponential from ``initial_delay``, capped at
-    ``max_delay``, with full jitter if the policy asks, as a model adapter backs off."""
-    delay = min(policy.max_delay, policy.initial_delay * 2 ** (attempt - 1))
-    return random.uniform(0, delay) if policy.jitter else delay
 
 
 def _output_event(output: Any) -> AgentEvent:

@@ -31,7 +31,7 @@ from tenacity import (
 )
 from tenacity.wait import wait_base
 
-from .base import RetryPolicy
+from .base import RETRY_AFTER_LIMIT, RetryPolicy
 
 T = TypeVar("T")
 
@@ -63,11 +63,6 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
             return None
         seconds = when - (time.time() if now is None else now)
     return max(seconds, 0.0) if math.isfinite(seconds) else None
-
-
-RETRY_AFTER_LIMIT = 60.0
-"""The longest ``Retry-After`` honoured, as the ``openai`` package does; a server asking for more
-gets no retry: the call fails at once, saying how long the server asked to wait."""
 
 
 class _Backoff(wait_base):

@@ -4,6 +4,8 @@ No ``from __future__ import annotations`` here: with it pydantic would compile e
 annotation string when the models are created at ``import adk``. Forward references are quoted.
 """
 
+import math
+import random
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, runtime_checkable
 
@@ -156,10 +158,29 @@ class RetryPolicy(_NamedOptions):
         aiohttp's have, an ``http.HTTPStatus`` too, not a bool; or its ``response``'s
         ``status_code``, as httpx's ``HTTPStatusError`` from ``raise_for_status()`` and
         requests' ``HTTPError`` have; botocore's ``ClientError``'s in its dict) if the policy
-        retries that status; one without, always.
+        retries that status; one without, always. Unless the server said not to: an error sent
+        with ``x-should-retry: false``, or one whose ``retry_after`` asks for more than
+        ``RETRY_AFTER_LIMIT`` (a model adapter retries neither).
         Read only when an action with a policy fails: no HTTP library is imported for it."""
         status = _status_of(error)
-        return True if status is None else self._retries_status(status)
+        if status is not None and not self._retries_status(status):
+            return False
+        if _told_not_to_retry(error):
+            return False
+        wait = _asked_wait(error)
+        return wait is None or wait <= RETRY_AFTER_LIMIT
+
+    def _wait_after(self, error: BaseException, attempt: int) -> float:
+        """Seconds before attempt ``attempt + 1`` of a retry that sees only the exception (an
+        action's): the wait the server asked for (a ``ModelError``'s ``retry_after``), which
+        beats ``max_delay`` as a model adapter's does (``_retries_error`` refused one past
+        ``RETRY_AFTER_LIMIT``), else exponential from ``initial_delay``, capped at
+        ``max_delay``, with full jitter if the policy asks."""
+        wait = _asked_wait(error)
+        if wait is not None:
+            return min(wait, RETRY_AFTER_LIMIT)
+        delay = min(self.max_delay, self.initial_delay * 2 ** (attempt - 1))
+        return random.uniform(0, delay) if self.jitter else delay
 
     if not TYPE_CHECKING:  # type checkers keep pydantic's own
 
@@ -197,6 +218,37 @@ def _status_of(error: BaseException) -> int | None:
     if isinstance(status, int) and not isinstance(status, bool):
         return int(status)
     return None
+
+
+RETRY_AFTER_LIMIT = 60.0
+"""The longest ``Retry-After`` honoured, as the ``openai`` package does; a server asking for more
+gets no retry: the call fails at once, saying how long the server asked to wait."""
+
+
+def _told_not_to_retry(error: BaseException) -> bool:
+    """Whether ``error`` says another attempt would fail alike: a ``ModelError`` an adapter
+    gave up on at once for it (``_adk_not_retried``), or an HTTP error whose ``response``'s
+    headers hold ``x-should-retry: false`` (openai's and anthropic's ``APIStatusError``, httpx's
+    ``HTTPStatusError``). Read only when a retry that sees only the exception decides."""
+    if getattr(error, "_adk_not_retried", False) is True:
+        return True
+    try:
+        said = error.response.headers.get("x-should-retry")  # type: ignore[attr-defined]
+    except Exception:  # no response, no headers, or a property that fails: nothing said
+        return False
+    return isinstance(said, str) and said.strip().lower() == "false"
+
+
+def _asked_wait(error: BaseException) -> float | None:
+    """The seconds ``error`` says the server asked to wait (a ``ModelError``'s
+    ``retry_after``), or None: not given, or not a finite number of seconds."""
+    try:
+        wait = getattr(error, "retry_after", None)
+    except Exception:  # a property of the error's that fails: none said
+        return None
+    if isinstance(wait, bool) or not isinstance(wait, int | float) or not math.isfinite(wait):
+        return None
+    return max(float(wait), 0.0)
 
 
 class ModelError(Exception):

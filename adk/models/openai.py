@@ -40,10 +40,10 @@ from ._openai_common import (
 )
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._openai_tls import http_client
-from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
+from ._retry import RetryRunner, retry_after_seconds
 from ._structured import FormatFallback
 from ._wrapped import UnwrappingDecoder, WrappedSchemas, unwrap_text, wraps
-from .base import ModelError, ModelOptions, RetryPolicy
+from .base import RETRY_AFTER_LIMIT, ModelError, ModelOptions, RetryPolicy
 
 __all__ = ["OpenAIChatModel"]
 
@@ -878,7 +878,7 @@ class OpenAIChatModel(SharedCloseable):
                 else ""
             )
             named = _tool_named(said, request)
-            return self._quoting(
+            error = self._quoting(
                 ModelError(
                     f"{where} HTTP {status}: {said}{named}{tries}{wait}{check}",
                     status=status,
@@ -888,6 +888,9 @@ class OpenAIChatModel(SharedCloseable):
                 exc,
                 cut,
             )
+            if _told_not_to_retry(exc):  # for a retry seeing only this error (an action's)
+                error._adk_not_retried = True  # type: ignore[attr-defined]  # see RetryPolicy
+            return error
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(f"{where} the request timed out{tries}")
         if isinstance(exc, openai.APIConnectionError):
