@@ -135,6 +135,27 @@ async def test_the_first_model_gets_its_budget_then_the_second_answers(
     assert len(first.requests) == 1 and len(second.requests) == 1
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_first_model_still_waiting_when_its_budget_ends_lets_its_connection_go(
+    servers: tuple[OpenAIServer, OpenAIServer], streaming: bool
+) -> None:
+    """The page says the budget's end closes a request still waiting on the first server: a
+    server that took the request and answers nothing in time has the connection closed on it
+    (not left open until its answer, or the client's 10 minutes)."""
+    first, second = servers
+    first.default = Reply(text="too late", delay=GUARD)
+    second.script(Reply(text="from the second"))
+    agent = ReActAgent("support", fallback(first, second, first_within=0.2))
+    async with adk.Runner(agent, enable_streaming=streaming) as runner, asyncio.timeout(GUARD):
+        assert (await runner.invoke("hi")).text == "from the second"
+        for _ in range(500):  # the server sees the close as it reads it (the runner still open)
+            if not first.open_connections:
+                break
+            await asyncio.sleep(0.01)
+        assert first.open_connections == 0, "the connection was kept"
+    assert len(first.requests) == 1 and first.stalls == 1
+
+
 async def test_a_stream_that_reached_its_reader_is_not_asked_of_the_second(
     servers: tuple[OpenAIServer, OpenAIServer],
 ) -> None:
