@@ -213,3 +213,21 @@ async def test_a_second_model_s_own_timeout_error_is_raised_as_it_is() -> None:
             await runner.invoke("hi")
     assert type(failed.value.__cause__) is TimeoutError
     assert str(failed.value.__cause__) == "the second's own deadline"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_first_model_s_own_bare_timeout_then_the_second_failing_names_both(
+    streaming: bool,
+) -> None:
+    """A first model bounding its own call (``asyncio.timeout`` raises ``TimeoutError()``,
+    no message) with no budget of the fallback's: when the second failed too, the page's
+    ``_both_failed`` formatted ``first_within``, None, with ``:g``, and a ``TypeError`` took
+    the place of both failures."""
+    first = ScriptedModel([TimeoutError()])
+    second = ScriptedModel([adk.ModelError("HTTP 502: bad gateway", status=502)])
+    agent = ReActAgent("support", Fallback(first, second))
+    async with adk.Runner(agent, enable_streaming=streaming) as runner:
+        with pytest.raises(adk.RunError) as failed:
+            await runner.invoke("hi")
+    assert isinstance(failed.value.__cause__, adk.ModelError)
+    assert failed.value.error.message == "HTTP 502: bad gateway (after scripted: no answer in time)"

@@ -37,7 +37,8 @@ class Fallback:
         return self.first_within if model is self.models[0] else None
 
     def _both_failed(self, error: adk.ModelError, first: Exception) -> adk.ModelError:
-        said = str(first) or f"no answer within {self.first_within:g} s"
+        within = "in time" if self.first_within is None else f"within {self.first_within:g} s"
+        said = str(first) or f"no answer {within}"  # a TimeoutError says nothing
         message = f"{error} (after {self.names[0]}: {said})"
         return adk.ModelError(message, status=error.status, retry_after=error.retry_after)
 
