@@ -26,7 +26,7 @@ from ._hooks import Hooks, _Answered
 from .agent import Agent, AgentInput
 from .context import RunContext, _Entry, _interrupt_event, count_recorded, note_restored
 from .events import _BREAK_HANDLED, AgentAction, AgentEvent, ErrorInfo
-from .interrupts import Interrupt, _InterruptSignal, is_within
+from .interrupts import Interrupt, _InterruptSignal
 from .streams import MessageStream
 
 __all__ = ["agent_run", "drive", "refuse_fresh_start", "signal_of"]
@@ -82,7 +82,7 @@ def refuse_fresh_start(agent: Agent, ctx: RunContext) -> None:
     if plan is None:
         return
     address = ctx.address
-    below = [p.id for p in plan.points if p.id != address and is_within(p.id, address)]
+    below = [p.id for p in plan.within(address) if p.id != address]
     if not below:
         return
     raise adk.CheckpointError(

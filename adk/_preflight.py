@@ -36,7 +36,7 @@ from . import _approval
 from ._parts import attributes, members
 from .agent import BaseAgent
 from .checkpoint.codec import CheckpointError
-from .interrupts import is_within
+from .interrupts import _ancestors, is_within
 from .tools.base import new_tool_context
 
 if TYPE_CHECKING:
@@ -200,12 +200,12 @@ class Preflight:
 
     def holds(self, address: str) -> bool:
         """Whether a pending point lies at or below ``address``."""
-        return any(is_within(point.id, address) for point in self.plan.points)
+        return self.plan.holds(address)
 
     def below(self, address: str) -> list[str]:
         """The pending points strictly below ``address``."""
-        prefix = address + "/"
-        return [point.id for point in self.plan.points if point.id.startswith(prefix)]
+        prefix = address + "/"  # strictly below: not at it, and never the empty address's all
+        return [p.id for p in self.plan.within(address) if p.id.startswith(prefix)]
 
     def agent(self, agent: Any, ctx: RunContext) -> None:
         """Check ``agent`` at ``ctx`` (its place as the resume will give it) and what lies below.
@@ -252,7 +252,8 @@ class Preflight:
     def only_under(self, address: str, entered: list[str], why: str) -> None:
         """Refuse the points below ``address`` that lie under none of the ``entered`` addresses:
         the places the component at ``address`` resumes. ``why`` says where it goes instead."""
-        stray = [p for p in self.below(address) if not any(is_within(p, a) for a in entered)]
+        ways = set(entered)  # a point is under one when one of its ancestors is one: O(depth)
+        stray = [p for p in self.below(address) if ways.isdisjoint(_ancestors(p))]
         if stray:
             raise self.unreachable(stray, why)
 
