@@ -724,13 +724,17 @@ def test_encoded_checkpoint_is_a_header_line_and_a_json_body() -> None:
 
     head, _, payload = data.partition(b"\n")
     header = json.loads(head)
+    # Version 1, which every pyadk reads: only a body with a table of run paths is version 2
+    # (VERSION), the form an older pyadk does not read (test_run_growth.py).
     assert header == {
         "format": "pyadk.checkpoint",
-        "version": VERSION,
+        "version": 1,
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
     assert json.loads(payload) == body
     assert decode_checkpoint(data) == body
+    tabled = {**body, "run_paths": [[-1, "root"]]}
+    assert json.loads(encode_checkpoint(tabled).partition(b"\n")[0])["version"] == VERSION == 2
 
 
 def test_lone_surrogates_are_written_escaped_and_load_back_the_same() -> None:
@@ -802,7 +806,7 @@ def test_damaged_checkpoints_say_what_is_wrong(damage: Any, message: str) -> Non
     assert "checkpoint 'cp-1'" in str(caught.value)
 
 
-@pytest.mark.parametrize("version", [0, 2, 99, "1", None, True, 1.0])
+@pytest.mark.parametrize("version", [0, 3, 99, "1", None, True, 1.0])
 def test_incompatible_version_is_a_clear_error(version: Any) -> None:
     data = with_header(b'{"agent":"root"}', version=version)
 

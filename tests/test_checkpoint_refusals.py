@@ -168,7 +168,7 @@ async def _with_header(store: SQLiteCheckpointStore, checkpoint_id: str, **chang
     await store.put(checkpoint_id, json.dumps(header).encode() + b"\n" + body)
 
 
-@pytest.mark.parametrize("version", [2, 7])
+@pytest.mark.parametrize("version", [3, 7])
 async def test_other_version_a_checkpoint_another_pyadk_release_wrote(
     store: SQLiteCheckpointStore, version: int
 ) -> None:

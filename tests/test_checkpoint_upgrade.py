@@ -277,12 +277,14 @@ def _with_version(data: bytes, version: int) -> bytes:
 async def test_a_checkpoint_of_another_format_version_is_refused_and_kept(
     newer: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A newer release's checkpoint; an older one's, met by a pyadk that bumped the version (made
-    here to read VERSION + 1): no pyadk wrote a version below 1, the first, so version 0 is not
-    an older release's (``test_checkpoint_refusals``: corrupt)."""
+    """A newer release's checkpoint; an older one's, met by a pyadk that bumped the version and
+    no longer reads the older (made here to read VERSION + 1 only: this pyadk reads versions 1 and
+    2, since version 2 only added a form, ``codec._FIRST``): no pyadk wrote a version below 1, the
+    first, so version 0 is not an older release's (``test_checkpoint_refusals``: corrupt)."""
     version = VERSION + 1 if newer else VERSION
     if not newer:
         monkeypatch.setattr(codec, "VERSION", VERSION + 1)
+        monkeypatch.setattr(codec, "_FIRST", VERSION + 1)
     scenario = BY_NAME["react_edit"]
     data = _with_version((DATA / COMMITS[0] / "react_edit.ckpt").read_bytes(), version)
     LOG.clear()

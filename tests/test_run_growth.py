@@ -5,18 +5,25 @@ never timed.
   of the points by ancestor address: a resume of P points made P x P ``is_within`` tests, each
   component's look-up testing every pending point and each answered point's removal rebuilding
   the list.
+- A checkpoint writes each distinct run path once, in a table (format version 2): a loop of N
+  rounds (a plan of N steps, a chain of N transfers) has run paths of up to N names, and each
+  entry held its own.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 import pytest
 
 import adk
-from adk import AgentEvent, BaseAgent, ParallelAgent, Runner
+from adk import AgentEvent, BaseAgent, CheckpointError, ParallelAgent, Runner
 from adk import interrupts as interrupts_module
+from adk.checkpoint import InMemoryCheckpointStore, codec
+from adk.checkpoint import _snapshot as snapshot_module
+from adk.checkpoint.codec import encode_checkpoint
 from adk.interrupts import (
     AGENT_STATE,
     InterruptPoint,
@@ -141,3 +148,160 @@ async def test_a_fan_out_answered_in_rounds_tests_no_point_per_look_up(
             assert result.interrupt is None
     assert sorted(answered) == sorted(f"b{n}: {n // 20}" for n in range(width))
     assert calls[0] <= 3 * width  # 20 x 60 per resume before (1,200+), linear now
+
+
+# --- A checkpoint's run paths -------------------------------------------------------------------
+
+
+class _Round(BaseAgent):
+    """One round of a loop: says which, twice, and asks for approval in round ``ask``; resumed,
+    it says what it was told and breaks the loop."""
+
+    def __init__(self, name: str, ask: int) -> None:
+        super().__init__(name)
+        self.ask = ask
+        self.rounds = 0
+
+    async def run(self, input: adk.AgentInput, ctx: adk.RunContext):  # type: ignore[override]
+        if ctx.resume is not None and ctx.resume.is_target:
+            yield AgentEvent.of(adk.Message.assistant(f"told {ctx.resume.data}"))
+            yield AgentEvent.break_loop()
+            return
+        self.rounds += 1
+        if self.rounds == self.ask:
+            yield ctx.interrupt("go on?")
+            return
+        yield AgentEvent.of(adk.Message.assistant(f"round {self.rounds}"))
+        yield AgentEvent.of(adk.Message.assistant(f"round {self.rounds}, again"))
+
+
+def _loop(rounds: int) -> adk.LoopAgent:
+    return adk.LoopAgent("loop", [_Round("worker", rounds)], max_iterations=rounds + 5)
+
+
+def _body_of(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    head, _, body = data.partition(b"\n")
+    return json.loads(head), json.loads(body)
+
+
+def _names_written(body: dict[str, Any]) -> int:
+    """The run-path names a body holds: in its entries (a list each) and in its table."""
+    listed = sum(len(e["run_path"]) for e in body["history"] if isinstance(e["run_path"], list))
+    return listed + sum(len(item) - 1 for item in body.get("run_paths", []))
+
+
+async def _paused(agent: Any, store: InMemoryCheckpointStore) -> tuple[Runner, bytes]:
+    runner = Runner(agent, checkpoint_store=store)
+    result = await runner.invoke("go", checkpoint_id="c")
+    assert result.interrupt is not None
+    data = await store.get("c")
+    assert data is not None
+    return runner, data
+
+
+async def test_a_long_loops_checkpoint_writes_each_run_path_once() -> None:
+    """A LoopAgent paused in round 120: each round's run path is the last one's plus a name, and
+    the checkpoint held each entry's whole path (7,259 names, quadratic in the rounds); its table
+    holds each name once (version 2), and the resume sees the same history, each entry's run path
+    equal to what the paused run recorded and the two entries of a round sharing one tuple, as
+    the paused run's shared their context's (each entry had a copy of its own)."""
+    rounds = 120
+    store = InMemoryCheckpointStore()
+    runner, data = await _paused(_loop(rounds), store)
+    header, body = _body_of(data)
+    entries = body["history"]
+    assert len(entries) == 2 * (rounds - 1)
+    assert _names_written(body) <= len(entries)  # 14,518 before
+    assert header["version"] == codec.VERSION == 2
+
+    seen: list[adk.history.HistoryEntry] = []
+    original_load = snapshot_module.load_history
+
+    def loading(run: Any, items: Any, *, checked: bool = False) -> None:
+        original_load(run, items, checked=checked)
+        seen.extend(run.history.snapshot())
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(snapshot_module, "load_history", loading)
+        result = await runner.invoke_resume("c", "yes")
+    assert result.interrupt is None and result.output is not None
+    paths = [("loop",) + ("worker",) * n for n in range(1, rounds)]
+    assert [e.run_path for e in seen] == [p for p in paths for _ in range(2)]
+    said = [f"round {n}{again}" for n in range(1, rounds) for again in ("", ", again")]
+    assert [e.message.content for e in seen] == said
+    assert len({id(e.run_path) for e in seen}) == rounds - 1  # one a path, not one an entry
+
+
+async def test_a_short_runs_checkpoint_stays_in_the_form_every_pyadk_reads() -> None:
+    """Run paths up to 32 names are written in each entry, as format version 1, which pyadk
+    before the table wrote and reads: a rolling deploy's older workers resume such pauses."""
+    _, data = await _paused(_loop(30), InMemoryCheckpointStore())
+    header, body = _body_of(data)
+    assert header["version"] == 1 and "run_paths" not in body
+    assert all(isinstance(e["run_path"], list) for e in body["history"])
+
+
+async def test_an_older_pyadk_refuses_the_table_as_a_newer_ones_and_keeps_it() -> None:
+    """A pyadk that reads version 1 only (the one before) meets a pause written with the table
+    as another release's ("other_version": a rolling deploy's older worker answers 503 and a
+    newer one resumes it), not as a malformed one."""
+    store = InMemoryCheckpointStore()
+    _, data = await _paused(_loop(40), store)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codec, "VERSION", 1)
+        with pytest.raises(CheckpointError) as caught:
+            await Runner(_loop(40), checkpoint_store=store).invoke_resume("c", "yes")
+    assert caught.value.reason == "other_version"
+    assert "format version 2; this pyadk reads version 1 (a newer pyadk wrote it" in str(
+        caught.value
+    )
+    assert await store.get("c") == data
+
+
+async def test_a_checkpoint_with_each_run_path_listed_resumes_as_the_table_does() -> None:
+    """The same long pause written as format version 1 (each entry's run path a list: what pyadk
+    wrote before the table, and writes for short paths) resumes to the same result."""
+    results = []
+    for limit in (snapshot_module._LONG_RUN_PATH, 10_000):
+        store = InMemoryCheckpointStore()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(snapshot_module, "_LONG_RUN_PATH", limit)
+            runner, data = await _paused(_loop(50), store)
+        header = _body_of(data)[0]
+        assert header["version"] == (2 if limit < 50 else 1)
+        result = await runner.invoke_resume("c", "yes")
+        results.append([(e.agent_name, e.run_path, e.message) for e in result.events])
+    assert results[0] == results[1]
+
+
+def _damaged(body: dict[str, Any], change: Any) -> bytes:
+    change(body)
+    return encode_checkpoint(body)
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("table not a list", lambda b: b.update(run_paths={"0": ["loop"]})),
+        ("an item not a list", lambda b: b["run_paths"].__setitem__(1, "loop")),
+        ("an empty item", lambda b: b["run_paths"].__setitem__(1, [])),
+        ("a later parent", lambda b: b["run_paths"].__setitem__(1, [5, "worker"])),
+        ("its own parent", lambda b: b["run_paths"].__setitem__(1, [1, "worker"])),
+        ("a parent below -1", lambda b: b["run_paths"].__setitem__(1, [-2, "worker"])),
+        ("a parent that is true", lambda b: b["run_paths"].__setitem__(1, [True, "worker"])),
+        ("a name not a str", lambda b: b["run_paths"].__setitem__(1, [0, 7])),
+        ("an index past the table", lambda b: b["history"][0].update(run_path=10_000)),
+        ("an index below 0", lambda b: b["history"][0].update(run_path=-1)),
+        ("a listed path beside the table", lambda b: b["history"][0].update(run_path=["loop"])),
+    ],
+)
+async def test_a_damaged_table_of_run_paths_is_refused_and_kept(name: str, change: Any) -> None:
+    store = InMemoryCheckpointStore()
+    _, data = await _paused(_loop(40), store)
+    damaged = _damaged(_body_of(data)[1], change)
+    await store.put("c", damaged)
+    with pytest.raises(CheckpointError) as caught:
+        await Runner(_loop(40), checkpoint_store=store).invoke_resume("c", "yes")
+    assert caught.value.reason == "corrupt", name
+    assert "is malformed" in str(caught.value)
+    assert await store.get("c") == damaged

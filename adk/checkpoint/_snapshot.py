@@ -15,6 +15,7 @@ from ..interrupts import _InterruptSignal, _ResumePlan
 from ..messages import Message, Usage
 from ._points import _MALFORMED, _expect, _malformed, _read_points
 from .codec import (
+    _RUN_PATHS,
     CheckpointError,
     _json_value_at,
     _plain,
@@ -43,6 +44,85 @@ def dump_history(lane: _Lane) -> list[dict[str, Any]]:
         {"agent": e.agent_name, "run_path": list(e.run_path), "message": e.message, "seq": e.seq}
         for e in lane.snapshot()
     ]
+
+
+_LONG_RUN_PATH = 32
+"""A history whose longest run path is longer than this many names is written with its run
+paths in a table (``_history_body``, format version 2); up to it, each entry holds its
+run path as a list, as format version 1 has it and every earlier pyadk reads."""
+
+_PREFIX_TRIES = 8
+"""How many of a new run path's shorter prefixes the table writer looks up for one already in
+the table to extend (after the path written last), before writing it whole."""
+
+
+def _history_body(lane: _Lane) -> tuple[list[dict[str, Any]], list[list[Any]] | None]:
+    """The lane's history as a checkpoint body holds it, and its table of run paths: None (each
+    entry holding its run path, ``_history_json``) unless a run path is longer than
+    ``_LONG_RUN_PATH`` names. Each round of a ``LoopAgent``, an execute/replan round of a
+    ``PlanExecute``, each transfer of a ``Supervisor`` adds names to the run path (DESIGN:
+    Eino's run path, the chain of agents that ran), so a history of N such entries held N run
+    paths of up to N names each: O(N^2) of the body (a ``PlanExecute`` of 800 steps: 24 MB of
+    its 36 MB). The table holds each distinct run path once, as the path it extends and the
+    names it adds (``[parent index or -1, name, ...]``), and an entry holds its path's index:
+    O(N). An older pyadk does not read it: such a body is written as format version 2
+    (``codec.encode_checkpoint``), which an older pyadk refuses as a newer one's
+    (``"other_version"``), the checkpoint kept, rather than as a malformed one."""
+    entries = lane.snapshot()
+    if any(len(entry.run_path) > _LONG_RUN_PATH for entry in entries):
+        compact = _compact_history_json(entries)
+        if compact is not None:
+            return compact
+    return _history_json(lane), None
+
+
+def _compact_history_json(
+    entries: list[_Entry],
+) -> tuple[list[dict[str, Any]], list[list[Any]]] | None:
+    """The entries with their run paths as indices into a table of paths (``_history_body``);
+    None when an entry is not of the shape the framework records (a name that is not a
+    ``str``), or a value cannot be stored: the listed form's writer writes, or reports, it.
+
+    Entries of one agent's run share its context's path tuple (found by identity, ``known``);
+    a new path is looked up by value, then stored as an extension of the path written last
+    when that is a prefix of it (a loop's or a plan's next round), else of the longest of its
+    ``_PREFIX_TRIES`` shorter prefixes in the table, else whole. Each distinct path is hashed
+    or compared once, in C, never walked name by name in Python."""
+    out: list[dict[str, Any]] = []
+    table: list[list[Any]] = []
+    known: dict[int, int] = {}  # id(path) -> index (the tuples are held by ``entries``)
+    by_value: dict[tuple[str, ...], int] = {}
+    last: tuple[str, ...] = ()
+    last_index = -1
+    try:
+        for entry in entries:
+            agent, path, seq = entry.agent_name, entry.run_path, entry.seq
+            if type(agent) is not str or type(path) is not tuple or type(seq) is not int:
+                return None
+            index = known.get(id(path))
+            if index is None:
+                index = by_value.get(path)
+                if index is None:
+                    "".join(path)  # a TypeError unless every name is a str
+                    index = len(table)
+                    parent, start = -1, 0
+                    if last_index >= 0 and len(last) < len(path) and path[: len(last)] == last:
+                        parent, start = last_index, len(last)
+                    else:
+                        for cut in range(len(path) - 1, max(len(path) - 1 - _PREFIX_TRIES, 0), -1):
+                            found = by_value.get(path[:cut])
+                            if found is not None:
+                                parent, start = found, cut
+                                break
+                    table.append([parent, *path[start:]])
+                    by_value[path] = index
+                    last, last_index = path, index
+                known[id(path)] = index
+            message = _plain(entry.message, 2)  # where the generic walk writes it
+            out.append({"agent": agent, "run_path": index, "message": message, "seq": seq})
+    except (_Unstorable, TypeError):
+        return None
+    return out, table
 
 
 def _history_json(lane: _Lane) -> list[dict[str, Any]]:
@@ -81,16 +161,66 @@ def _entry_data(entry: _Entry) -> dict[str, Any]:
 _ENTRY_KEYS = frozenset({"agent", "run_path", "message", "seq"})
 
 
-def _read_history(stored: Any) -> list[dict[str, Any]]:
+def _read_history(stored: Any, run_paths: Any = None) -> list[dict[str, Any]]:
     """``from_json_value(stored)``, checked to be a history (``_is_history``): ``CheckpointError``
     if it is not one. Entries of the shape a save writes are read without the generic walk over
     each entry's dict and run path, and checked as they are read; on the first that is not, the
     generic walk and check read the whole history again, so what is refused, and the error
-    saying why, are what they were."""
+    saying why, are what they were. With ``run_paths`` (the body's table of run paths, format
+    version 2: ``_history_body``), entries refer to the table by index; each entry's
+    ``run_path`` is then its path's tuple, one shared by every entry of that path."""
+    if run_paths is not None:
+        return _compact_history_read(stored, _read_run_paths(run_paths))
     out = _history_read(stored)
     if out is None:
         out = from_json_value(stored)
         _expect(_is_history(out), "history is not a list of recorded messages")
+    return out
+
+
+def _read_run_paths(table: Any) -> list[tuple[str, ...]]:
+    """A body's table of run paths (``_compact_history_json``) as tuples, each built once from
+    the one it extends; ``CheckpointError`` if it is not one."""
+    _expect(type(table) is list, "run_paths is not a list")
+    paths: list[tuple[str, ...]] = []
+    for item in table:
+        parent = item[0] if type(item) is list and item else None
+        _expect(
+            type(parent) is int and -1 <= parent < len(paths),
+            "run_paths holds an item that is not an earlier path's index and names",
+        )
+        assert type(parent) is int and type(item) is list
+        names = tuple(item[1:])
+        try:
+            "".join(names)  # JSON holds no str subclass: a TypeError unless every name is a str
+        except TypeError:
+            _expect(False, "run_paths holds a name that is not a str")
+        paths.append(paths[parent] + names if parent >= 0 else names)
+    return paths
+
+
+def _compact_history_read(stored: Any, paths: list[tuple[str, ...]]) -> list[dict[str, Any]]:
+    """The entries of a history whose run paths are indices into ``paths``; ``CheckpointError``
+    at the first that is not one."""
+    _expect(type(stored) is list, "history is not a list of recorded messages")
+    out: list[dict[str, Any]] = []
+    count = len(paths)
+    for item in stored:
+        fits = type(item) is dict  # other keys are a later pyadk's addition, as in version 1
+        agent, index, seq = (
+            (item.get("agent"), item.get("run_path"), item.get("seq")) if fits else (0, 0, 0)
+        )
+        _expect(
+            fits
+            and type(agent) is str
+            and type(seq) is int
+            and type(index) is int
+            and 0 <= index < count,
+            "history is not a list of recorded messages",
+        )
+        message = _rebuild(item.get("message"), 2)
+        _expect(isinstance(message, Message), "history is not a list of recorded messages")
+        out.append({"agent": agent, "run_path": paths[index], "message": message, "seq": seq})
     return out
 
 
@@ -158,6 +288,8 @@ def load_history(run: _RunState, entries: Any, *, checked: bool = False) -> None
         if seq <= last:
             raise CheckpointError("checkpoint history is out of order", reason="corrupt")
         last = seq
+        # A tuple stays itself (``tuple(t) is t``): entries read from a table of run paths
+        # share one per path, as the paused run's entries shared their context's.
         lane.append(new_entry(str(item["agent"]), tuple(item["run_path"]), message, seq))
     run.seq = max(run.seq, last + 1)
 
@@ -171,13 +303,14 @@ def snapshot_body(
     run: _RunState, signal: _InterruptSignal, agent_name: str, enable_streaming: bool
 ) -> dict[str, Any]:
     """The JSON body of a checkpoint for ``run`` paused at ``signal``."""
+    history, run_paths = _history_body(run.history)
     body: dict[str, Any] = {
         "agent": agent_name,
         "run_id": run.run_id,
         "enable_streaming": enable_streaming,
         "root_input": to_json_value(run.root, "root input"),
         "session": to_json_value(run.session.values, "session"),
-        "history": _history_json(run.history),
+        "history": history,
         "points": [
             {"id": p.id, "address": p.address, "info": to_json_value(p.info, f"info of {p.id}")}
             for p in signal.points
@@ -196,6 +329,9 @@ def snapshot_body(
         # (``list_pending``): the stores' own write times are not readable through the protocol.
         "saved_at": time.time(),
     }
+    if run_paths is not None:
+        # The history's run paths, each once (``_history_body``): format version 2.
+        body[_RUN_PATHS] = run_paths
     plan = run.plan
     if plan is not None:
         # A resume pausing again: the points it and the resumes before it answered, for a refusal
@@ -390,7 +526,7 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
         )
         session = from_json_value(body.get("session", {}))
         _expect(isinstance(session, dict), "session is not an object")
-        history = _read_history(body.get("history", []))
+        history = _read_history(body.get("history", []), body.get(_RUN_PATHS))
         usage = body.get("usage")
         _expect(usage is None or _is_usage(usage), "usage is not a map of token counts")
         return Snapshot(

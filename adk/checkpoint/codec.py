@@ -56,7 +56,15 @@ __all__ = [
 ]
 
 FORMAT = "pyadk.checkpoint"
-VERSION = 1
+VERSION = 2
+"""The newest checkpoint format version this pyadk writes and reads. A body is written as the
+oldest version that holds it (``_version_of``): 2 only when its history's run paths are in a
+table (``_RUN_PATHS``), which pyadk before it does not read; 1 otherwise, as every earlier pyadk
+wrote and reads. Every version from ``_FIRST`` to ``VERSION`` is read."""
+_FIRST = 1
+"""The oldest checkpoint format version this pyadk reads."""
+_RUN_PATHS = "run_paths"
+"""The body's table of its history's run paths (``_snapshot._history_body``): format version 2."""
 _TAG = "__adk_type__"
 MAX_DEPTH = 200
 """Deepest nesting of lists and dicts a checkpoint value may have, checked when it is saved and
@@ -1414,7 +1422,8 @@ def encode_checkpoint(body: dict[str, Any]) -> bytes:
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
         payload = text.encode()
         escape = True
-    header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
+    version = VERSION if _RUN_PATHS in body else 1  # the oldest that reads it: see VERSION
+    header = {"format": FORMAT, "version": version, "sha256": hashlib.sha256(payload).hexdigest()}
     if "points" in body:  # a paused run's: its summary for listings (see the module docstring)
         summary = {key: body[key] for key in _SUMMARY if key in body}
         # Cannot fail: these values are the body's, which was just written (escaped as it was).
@@ -1448,7 +1457,7 @@ def _read_summary(head: bytes, size: int) -> dict[str, Any] | None:
     text, digest = header.get("summary"), header.get("summary_sha256")
     if (
         type(version) is not int
-        or version != VERSION
+        or not _FIRST <= version <= VERSION
         or type(length) is not int
         or len(line) + 1 + length != size
         or not isinstance(text, str)
@@ -1574,10 +1583,12 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise fail("is not a pyadk checkpoint or is corrupt (unreadable header)")
     version = header.get("version")
-    if type(version) is not int or version != VERSION:  # not True or 1.0: a writer's mistake
+    # Not True or 1.0 either: a writer's mistake.
+    if type(version) is not int or not _FIRST <= version <= VERSION:
+        reads = "" if _FIRST == VERSION else f" and earlier ones back to {_FIRST}"
         raise fail(
             f"was written in checkpoint format version {version!r}; "
-            f"this pyadk reads version {VERSION}{_other_version(version)}",
+            f"this pyadk reads version {VERSION}{reads}{_other_version(version)}",
             # A version pyadk writes (an int from 1, the first release's): a pyadk of that
             # version reads it; any other value (True, 1.0, text, 0, a negative) is no pyadk's,
             # so nothing ever reads it.
