@@ -62,18 +62,19 @@ def _history_body(lane: _Lane) -> tuple[list[dict[str, Any]], list[list[Any]] | 
     ``_LONG_RUN_PATH`` names. Each round of a ``LoopAgent``, an execute/replan round of a
     ``PlanExecute``, each transfer of a ``Supervisor`` adds names to the run path (DESIGN:
     Eino's run path, the chain of agents that ran), so a history of N such entries held N run
-    paths of up to N names each: O(N^2) of the body (a ``PlanExecute`` of 800 steps: 24 MB of
-    its 36 MB). The table holds each distinct run path once, as the path it extends and the
+    paths of up to N names each: O(N^2) of the body (a ``PlanExecute`` of 800 steps: 1.9
+    million names, 22 MB of its 23 MB; performance.md). The table holds each distinct run path once, as the path it extends and the
     names it adds (``[parent index or -1, name, ...]``), and an entry holds its path's index:
     O(N). An older pyadk does not read it: such a body is written as format version 2
     (``codec.encode_checkpoint``), which an older pyadk refuses as a newer one's
     (``"other_version"``), the checkpoint kept, rather than as a malformed one."""
     entries = lane.snapshot()
-    if any(len(entry.run_path) > _LONG_RUN_PATH for entry in entries):
+    long = _LONG_RUN_PATH
+    if any(type(e.run_path) is tuple and len(e.run_path) > long for e in entries):
         compact = _compact_history_json(entries)
         if compact is not None:
             return compact
-    return _history_json(lane), None
+    return _history_json(lane, entries), None
 
 
 def _compact_history_json(
@@ -125,16 +126,17 @@ def _compact_history_json(
     return out, table
 
 
-def _history_json(lane: _Lane) -> list[dict[str, Any]]:
+def _history_json(lane: _Lane, entries: list[_Entry] | None = None) -> list[dict[str, Any]]:
     """``to_json_value(dump_history(lane), "history")``, the same data, written entry by entry
     from the lane without making each entry's dict to walk it: a checkpoint's history is most of
     its save, and the generic walk (an entry's dict, its keys, its run path's names one by one)
     cost half as much again as writing the messages themselves. An entry of another shape than
     the framework records (a name that is not a ``str``) is written by the generic walk, and a
-    value that cannot be stored is reported by it, as it was."""
+    value that cannot be stored is reported by it, as it was. ``entries``: the lane's
+    ``snapshot()``, when the caller has it."""
     out: list[dict[str, Any]] = []
     try:
-        for entry in lane.snapshot():
+        for entry in lane.snapshot() if entries is None else entries:
             agent, path, seq = entry.agent_name, entry.run_path, entry.seq
             if type(agent) is str and type(path) is tuple and type(seq) is int:
                 "".join(path)  # a TypeError unless every name is a str, as the walk checks
