@@ -305,3 +305,19 @@ async def test_a_damaged_table_of_run_paths_is_refused_and_kept(name: str, chang
     assert caught.value.reason == "corrupt", name
     assert "is malformed" in str(caught.value)
     assert await store.get("c") == damaged
+
+
+async def test_a_table_expanding_past_the_limit_is_refused_before_it_is_built() -> None:
+    """A table of 6,000 paths, each the one before plus a name (a 50 KB body), expands to 18
+    million names: refused as past the limit, counted before a tuple is built, and kept."""
+    store = InMemoryCheckpointStore()
+    _, data = await _paused(_loop(40), store)
+    body = _body_of(data)[1]
+    body["run_paths"] = [[-1, "loop"]] + [[n, "w"] for n in range(6_000)]
+    damaged = encode_checkpoint(body)
+    await store.put("c", damaged)
+    with pytest.raises(CheckpointError) as caught:
+        await Runner(_loop(40), checkpoint_store=store).invoke_resume("c", "yes")
+    assert caught.value.reason == "incompatible"
+    assert f"past this pyadk's limit of {snapshot_module._MAX_PATH_NAMES}" in str(caught.value)
+    assert await store.get("c") == damaged

@@ -180,19 +180,37 @@ def _read_history(stored: Any, run_paths: Any = None) -> list[dict[str, Any]]:
     return out
 
 
+_MAX_PATH_NAMES = 1 << 24
+"""Most names a table of run paths may expand to, all its paths together (16,777,216: 128 MB of
+tuples): a table a few megabytes long whose every path extends the one before by a name expands
+quadratically, and a checkpoint is input from outside. A run that held more (a loop of ~5,800
+rounds paused) is refused as ``"incompatible"``, as past ``MAX_DEPTH`` is: a pyadk of a bigger
+limit resumes it."""
+
+
 def _read_run_paths(table: Any) -> list[tuple[str, ...]]:
     """A body's table of run paths (``_compact_history_json``) as tuples, each built once from
-    the one it extends; ``CheckpointError`` if it is not one."""
+    the one it extends; ``CheckpointError`` if it is not one, or expands past
+    ``_MAX_PATH_NAMES`` (counted before any is built)."""
     _expect(type(table) is list, "run_paths is not a list")
-    paths: list[tuple[str, ...]] = []
+    lengths: list[int] = []
     for item in table:
         parent = item[0] if type(item) is list and item else None
         _expect(
-            type(parent) is int and -1 <= parent < len(paths),
+            type(parent) is int and -1 <= parent < len(lengths),
             "run_paths holds an item that is not an earlier path's index and names",
         )
         assert type(parent) is int and type(item) is list
-        names = tuple(item[1:])
+        lengths.append((lengths[parent] if parent >= 0 else 0) + len(item) - 1)
+    if sum(lengths) > _MAX_PATH_NAMES:
+        raise CheckpointError(
+            f"holds run paths of {sum(lengths)} names in all, past this pyadk's limit of "
+            f"{_MAX_PATH_NAMES} (adk.checkpoint._snapshot._MAX_PATH_NAMES)",
+            reason="incompatible",
+        )
+    paths: list[tuple[str, ...]] = []
+    for item in table:
+        parent, names = item[0], tuple(item[1:])
         try:
             "".join(names)  # JSON holds no str subclass: a TypeError unless every name is a str
         except TypeError:
