@@ -24,6 +24,7 @@ from adk import interrupts as interrupts_module
 from adk.checkpoint import InMemoryCheckpointStore, codec
 from adk.checkpoint import _snapshot as snapshot_module
 from adk.checkpoint.codec import encode_checkpoint
+from adk.context import new_entry, new_run
 from adk.interrupts import (
     AGENT_STATE,
     InterruptPoint,
@@ -321,3 +322,37 @@ async def test_a_table_expanding_past_the_limit_is_refused_before_it_is_built() 
     assert caught.value.reason == "incompatible"
     assert f"past this pyadk's limit of {snapshot_module._MAX_PATH_NAMES}" in str(caught.value)
     assert await store.get("c") == damaged
+
+
+def test_the_table_gives_back_every_entrys_run_path_whatever_their_order() -> None:
+    """Run paths of random trees (branches interleaved, paths shorter than the one before, the
+    same path as a new tuple, the empty path), written with the table and read back: each entry
+    gets its own path, equal paths get one tuple, and the table holds fewer names than the
+    entries' paths did."""
+    rng = random.Random(11)
+    for _ in range(60):
+        run = new_run([adk.Message.user("go")], None)
+        known: list[tuple[str, ...]] = [("root",) * 33]
+        for seq in range(rng.randint(1, 80)):
+            base = rng.choice(known)
+            pick = rng.random()
+            if pick < 0.5:
+                path = (*base, rng.choice("abc"))
+            elif pick < 0.7:
+                path = base[: rng.randint(0, len(base))]
+            else:
+                path = tuple(list(base))  # equal, another tuple
+            known.append(path)
+            run.history.entries.append(new_entry("a", path, adk.Message.assistant("x"), seq))
+        written, table = snapshot_module._history_body(run.history)
+        entries = run.history.snapshot()
+        if table is None:  # no path past 32 names
+            assert all(len(e.run_path) <= snapshot_module._LONG_RUN_PATH for e in entries)
+            continue
+        body = json.loads(
+            encode_checkpoint({"history": written, "run_paths": table}).split(b"\n")[1]
+        )
+        read = snapshot_module._read_history(body["history"], body["run_paths"])
+        assert [e["run_path"] for e in read] == [e.run_path for e in entries]
+        assert len({id(e["run_path"]) for e in read}) == len({e.run_path for e in entries})
+        assert sum(len(item) - 1 for item in table) <= sum(len(e.run_path) for e in entries)
