@@ -63,11 +63,11 @@ def _history_body(lane: _Lane) -> tuple[list[dict[str, Any]], list[list[Any]] | 
     ``PlanExecute``, each transfer of a ``Supervisor`` adds names to the run path (DESIGN:
     Eino's run path, the chain of agents that ran), so a history of N such entries held N run
     paths of up to N names each: O(N^2) of the body (a ``PlanExecute`` of 800 steps: 1.9
-    million names, 22 MB of its 23 MB; performance.md). The table holds each distinct run path once, as the path it extends and the
-    names it adds (``[parent index or -1, name, ...]``), and an entry holds its path's index:
-    O(N). An older pyadk does not read it: such a body is written as format version 2
-    (``codec.encode_checkpoint``), which an older pyadk refuses as a newer one's
-    (``"other_version"``), the checkpoint kept, rather than as a malformed one."""
+    million names, 22 MB of its 23 MB; performance.md). The table holds each distinct run path
+    once, as the path it extends and the names it adds (``[parent index or -1, name, ...]``),
+    and an entry holds its path's index: O(N). An older pyadk does not read it: such a body is
+    written as format version 2 (``codec.encode_checkpoint``), which an older pyadk refuses as
+    a newer one's (``"other_version"``), the checkpoint kept, rather than as a malformed one."""
     entries = lane.snapshot()
     long = _LONG_RUN_PATH
     if any(type(e.run_path) is tuple and len(e.run_path) > long for e in entries):

@@ -58,9 +58,9 @@ __all__ = [
 FORMAT = "pyadk.checkpoint"
 VERSION = 2
 """The newest checkpoint format version this pyadk writes and reads. A body is written as the
-oldest version that holds it (``_version_of``): 2 only when its history's run paths are in a
-table (``_RUN_PATHS``), which pyadk before it does not read; 1 otherwise, as every earlier pyadk
-wrote and reads. Every version from ``_FIRST`` to ``VERSION`` is read."""
+oldest version that holds it (``encode_checkpoint``): 2 only when its history's run paths are
+in a table (``_RUN_PATHS``), which pyadk before it does not read; 1 otherwise, as every earlier
+pyadk wrote and reads. Every version from ``_FIRST`` to ``VERSION`` is read."""
 _FIRST = 1
 """The oldest checkpoint format version this pyadk reads."""
 _RUN_PATHS = "run_paths"
