@@ -356,3 +356,22 @@ def test_the_table_gives_back_every_entrys_run_path_whatever_their_order() -> No
         assert [e["run_path"] for e in read] == [e.run_path for e in entries]
         assert len({id(e["run_path"]) for e in read}) == len({e.run_path for e in entries})
         assert sum(len(item) - 1 for item in table) <= sum(len(e.run_path) for e in entries)
+
+
+def test_a_long_history_with_an_entry_of_another_shape_is_written_listed_as_before() -> None:
+    """An entry the framework does not record (its agent's name a ``str`` subclass) sends the
+    whole history to the listed form's writer, which writes it by the generic walk as it did:
+    version 1, no table."""
+
+    class Name(str):
+        pass
+
+    run = new_run([adk.Message.user("go")], None)
+    for seq in range(3):
+        agent = Name("a") if seq == 1 else "a"
+        path = ("root",) * (40 + seq)
+        run.history.entries.append(new_entry(agent, path, adk.Message.assistant("x"), seq))
+    written, table = snapshot_module._history_body(run.history)
+    assert table is None
+    assert written == snapshot_module._history_json(run.history)
+    assert [len(e["run_path"]) for e in written] == [40, 41, 42]
