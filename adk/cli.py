@@ -3,8 +3,11 @@
 ``pyadk checkpoint show ID --sqlite PATH`` prints what a paused run waits on (its points and their
 info) as JSON, so an operator can see what a person is being asked before resuming it.
 ``pyadk checkpoint list --sqlite PATH`` prints every paused run of the store, one JSON object a
-line as they are read (a store may hold many). Reading a checkpoint verifies its checksum and runs
-no code.
+line as they are read (a store may hold many); ``--older-than 7d`` only those paused before then.
+Reading a checkpoint verifies its checksum and runs no code.
+``pyadk checkpoint delete ID --sqlite PATH`` deletes a paused run an operator abandons, and
+``delete --older-than 7d`` every paused run that old (the expiry job), each under a claim of its
+own, as a resume takes one: one a resume holds is left, and none is deleted under a resume.
 """
 
 from __future__ import annotations
@@ -12,16 +15,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
+import re
 import signal
+import socket
 import sys
-from collections.abc import Awaitable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from . import __version__, checkpoint
+from ._aio import finish
 from ._nonfinite import dumps_finite
 from ._record_keys import listed
-from .checkpoint._pending import PendingCheckpoint, _gathered, _listing
+from .checkpoint._pending import PendingCheckpoint, _entry, _gathered, _listing
 from .checkpoint._points import still_waiting
 from .checkpoint.codec import (
     _SETTLED,
@@ -29,36 +37,58 @@ from .checkpoint.codec import (
     CheckpointNotFoundError,
     decode_checkpoint,
 )
-from .checkpoint.sqlite import _ReadOnlySQLiteStore
-from .checkpoint.store import CheckpointStore, _check_id, _check_prefix
+from .checkpoint.sqlite import _ExistingSQLiteStore, _ReadOnlySQLiteStore
+from .checkpoint.store import (
+    CheckpointStore,
+    ClaimingCheckpointStore,
+    _check_id,
+    _check_prefix,
+)
 
 __all__ = ["main"]
 
 
 def _store(args: argparse.Namespace) -> CheckpointStore:
     """The store the arguments name; ``ValueError`` for a malformed path, URL or table name.
-    Stores are opened read-only: showing a checkpoint never creates a SQLite file (nor the
+    ``show`` and ``list`` open stores read-only: they never create a SQLite file (nor the
     directories of a mistyped path: a path that is not a file is a ``FileNotFoundError``), nor a
-    PostgreSQL table in the database named (and works with a role that can only read)."""
+    PostgreSQL table in the database named (and work with a role that can only read). ``delete``
+    writes, but creates no file nor checkpoint table either. ``--timeout`` bounds each store
+    operation (SQLite's wait for another process's lock)."""
     if args.table is not None and args.postgres is None:
         raise ValueError("--table names a PostgreSQL table: use it with --postgres")
     if args.key_prefix is not None and args.redis is None:
         raise ValueError("--key-prefix is the Redis store's key prefix: use it with --redis")
+    writes = args.action == "delete"
     if args.sqlite is not None:
-        store = _ReadOnlySQLiteStore(args.sqlite)
+        kind = _ExistingSQLiteStore if writes else _ReadOnlySQLiteStore
+        store = kind(args.sqlite, busy_timeout=args.timeout or _SQLITE_WAIT)
         if store.path != ":memory:" and not os.path.isfile(store.path):
             raise FileNotFoundError(f"no SQLite checkpoint file at {store.path}")
         return store
+    timeout = args.timeout or _NETWORK_TIMEOUT
     # The Redis and PostgreSQL stores' modules import their clients: loaded only when named.
     if args.redis is not None:
-        if args.key_prefix is None:
-            return checkpoint.RedisCheckpointStore(args.redis)
-        return checkpoint.RedisCheckpointStore(args.redis, prefix=args.key_prefix)
+        prefix = {} if args.key_prefix is None else {"prefix": args.key_prefix}
+        return checkpoint.RedisCheckpointStore(args.redis, timeout=timeout, **prefix)
     # The public name first: without asyncpg it says which extra to install, as Redis's does.
     checkpoint.PostgresCheckpointStore  # noqa: B018
-    from .checkpoint.postgres import _ReadOnlyPostgresStore
+    from .checkpoint.postgres import _ExistingPostgresStore, _ReadOnlyPostgresStore
 
-    return _ReadOnlyPostgresStore(args.postgres, args.table or "pyadk_checkpoints")
+    kind_pg = _ExistingPostgresStore if writes else _ReadOnlyPostgresStore
+    return kind_pg(args.postgres, args.table or "pyadk_checkpoints", timeout=timeout)
+
+
+_SQLITE_WAIT = 30.0
+"""``--timeout``'s default for SQLite: the store's own ``busy_timeout``."""
+_NETWORK_TIMEOUT = 10.0
+"""``--timeout``'s default for Redis and PostgreSQL: their stores' own ``timeout``."""
+
+
+async def _closed(store: CheckpointStore) -> None:
+    closer = getattr(store, "aclose", None)
+    if closer is not None:
+        await closer()
 
 
 async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, Any]:
@@ -73,9 +103,7 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
     try:
         found = await _gathered(reads)  # both end before the store closes
     finally:
-        closer = getattr(store, "aclose", None)
-        if closer is not None:
-            await closer()
+        await _closed(store)
     data = cast("bytes | None", found[0])
     claimed = cast("set[str]", found[1]) if lookup is not None else set()
     if data is None:
@@ -132,20 +160,239 @@ async def _list(store: CheckpointStore, args: argparse.Namespace) -> int:
     """Print each pending checkpoint as it is read: a listing may be long, and what was printed
     before a store failure stays useful. The exit status: 0, or ``_printed``'s once a line cannot
     be written (the reader gone, a full disk), where the listing stops and the store is closed."""
+    cutoff = _cutoff(args)
     try:
         # Closed before the store, also when the listing stops early: its ids are read from it.
         async with contextlib.aclosing(
             _listing(store, args.prefix, args.agent, rebuild=False)
         ) as entries:
             async for entry in entries:
+                if cutoff is not None and not _older(entry, cutoff):
+                    continue
                 status = _printed(_to_json(_listed(entry), indent=None))
                 if status:
                     return status
     finally:
-        closer = getattr(store, "aclose", None)
-        if closer is not None:
-            await closer()
+        await _closed(store)
     return 0
+
+
+def _cutoff(args: argparse.Namespace) -> float | None:
+    """The ``saved_at`` before which a run paused to be ``--older-than`` (None: not asked)."""
+    return None if args.older_than is None else _now() - args.older_than
+
+
+_now = time.time
+"""The clock ``--older-than`` counts back from, as ``saved_at`` is written (a seam for tests)."""
+
+
+def _older(entry: PendingCheckpoint, cutoff: float) -> bool:
+    """Whether ``entry`` is a readable run's pause saved before ``cutoff``. One without an age
+    (unreadable: its ``error``; saved by a pyadk that did not record ``saved_at``) is not: an
+    expiry job must not delete what no one has looked at (``list`` without ``--older-than`` shows
+    them)."""
+    return entry.error is None and entry.saved_at is not None and entry.saved_at < cutoff
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def _duration(text: str) -> float:
+    """``--older-than``'s ``7d``, ``12h``, ``30m``, ``90s``, ``1w``, or parts of them
+    (``1d12h``) as seconds; anything else is a malformed command line."""
+    parts = list(_DURATION.finditer(text))
+    if not parts or "".join(part.group(0) for part in parts) != text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: write a number and a unit, s, m, h, d or w (7d, 12h, "
+            "30m, 1d12h)"
+        )
+    seconds = sum(float(part.group(1)) * _UNITS[part.group(2)] for part in parts)
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(f"{text!r} is too long a duration")
+    return seconds
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``'s seconds: a finite number above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+class _Refused(Exception):
+    """A delete not made, on purpose (a resume holds it, it changed, the operator said no): its
+    message is said, and the status is 1."""
+
+
+async def _delete(store: CheckpointStore, args: argparse.Namespace) -> int:
+    try:
+        if args.older_than is not None:
+            return await _delete_older(store, args)
+        return await _delete_one(store, args)
+    finally:
+        await _closed(store)
+
+
+async def _delete_one(store: CheckpointStore, args: argparse.Namespace) -> int:
+    """Delete ``args.checkpoint_id``'s checkpoint: looked at (and shown to confirm), then deleted
+    under a claim, only if it still holds the bytes looked at."""
+    checkpoint_id: str = args.checkpoint_id
+    lookup = getattr(store, "_claimed_ids", None)
+    reads: list[Awaitable[object]] = [store.get(checkpoint_id)]
+    if lookup is not None:
+        reads.append(lookup([checkpoint_id]))
+    found = await _gathered(reads)
+    data = cast("bytes | None", found[0])
+    if data is None:
+        raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r}")
+    if lookup is not None and checkpoint_id in cast("set[str]", found[1]):
+        raise _Refused(_BEING_RESUMED.format(checkpoint_id))
+    if not args.yes and not _confirmed(f"delete {_described(checkpoint_id, data)}?"):
+        raise _Refused(f"checkpoint {checkpoint_id!r} not deleted")
+    outcome = await _deleted_under_claim(store, checkpoint_id, lambda now: now == data)
+    if outcome == "deleted":
+        return _printed(_to_json({"checkpoint_id": checkpoint_id, "deleted": True}, indent=None))
+    if outcome == "gone":
+        raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} (deleted meanwhile)")
+    if outcome == "resuming":
+        raise _Refused(_BEING_RESUMED.format(checkpoint_id))
+    raise _Refused(
+        f"checkpoint {checkpoint_id!r} changed since it was read (a resume paused it again): "
+        "not deleted; look at it again (pyadk checkpoint show)"
+    )
+
+
+_BEING_RESUMED = (
+    "checkpoint {!r} is being resumed (a resume holds its claim): not deleted; delete it once "
+    "that resume has ended, if it paused again"
+)
+
+
+async def _delete_older(store: CheckpointStore, args: argparse.Namespace) -> int:
+    """The expiry job: every readable paused run saved before the cutoff, each deleted under a
+    claim once read again under it (not paused again since listed), printed as deleted; the
+    counts on stderr."""
+    cutoff = _cutoff(args)
+    assert cutoff is not None
+    counts = dict.fromkeys(("deleted", "resuming", "changed", "gone"), 0)
+    old: list[str] = []
+    async with contextlib.aclosing(
+        _listing(store, args.prefix, args.agent, rebuild=False)
+    ) as entries:
+        async for entry in entries:
+            if _older(entry, cutoff):
+                if entry.resuming:
+                    counts["resuming"] += 1
+                else:
+                    old.append(entry.checkpoint_id)
+    if old and not args.yes:
+        question = f"delete the {len(old)} checkpoints of runs paused before {_when(cutoff)}?"
+        if not _confirmed(question):
+            raise _Refused("nothing deleted")
+
+    def still_old(checkpoint_id: str) -> Callable[[bytes], bool]:
+        def old_enough(data: bytes) -> bool:
+            entry = _entry(checkpoint_id, data, False)
+            if entry is None or not _older(entry, cutoff):
+                return False
+            return args.agent is None or entry.agent == args.agent
+
+        return old_enough
+
+    status = 0
+    try:
+        for checkpoint_id in old:
+            outcome = await _deleted_under_claim(store, checkpoint_id, still_old(checkpoint_id))
+            counts[outcome] += 1
+            if outcome == "deleted" and not status:
+                line = {"checkpoint_id": checkpoint_id, "deleted": True}
+                status = _printed(_to_json(line, indent=None))
+                if status:
+                    break  # the reader left: no more deleted unseen
+    finally:
+        with contextlib.suppress(OSError):
+            print(
+                f"pyadk: deleted {counts['deleted']} checkpoints of runs paused before "
+                f"{_when(cutoff)}; left {counts['resuming']} a resume holds, "
+                f"{counts['changed']} paused again since listed, {counts['gone']} gone "
+                "meanwhile",
+                file=sys.stderr,
+            )
+    return status
+
+
+async def _deleted_under_claim(
+    store: CheckpointStore, checkpoint_id: str, still: Callable[[bytes], bool]
+) -> str:
+    """Delete ``checkpoint_id``'s checkpoint under a claim of the command's own, as a resume
+    takes one: while held, no resume starts (it is refused as busy), and one that holds it
+    refuses this. Read again under it, deleted only if ``still`` says so of what is there, with
+    the store's compare-and-delete (``_delete_if``): nothing comes between the check and the
+    delete. ``"deleted"``, ``"resuming"`` (a resume holds it), ``"gone"``, ``"changed"``."""
+    if not isinstance(store, ClaimingCheckpointStore):  # never: every built-in store claims
+        raise TypeError(f"{type(store).__name__} keeps no claims")
+    owner = f"pyadk-checkpoint-delete:{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+    # Run to their end (``finish``): cancelled (Ctrl-C) while the store writes, a claim taken
+    # would refuse every resume until it lapsed.
+    if not await finish(store.claim(checkpoint_id, owner)):
+        return "resuming"
+    try:
+        data = await store.get(checkpoint_id)
+        if data is None:
+            return "gone"
+        if not still(data):
+            return "changed"
+        if await finish(_delete_if(store, checkpoint_id, data)):
+            return "deleted"
+        return "gone" if await store.get(checkpoint_id) is None else "changed"
+    finally:
+        try:
+            await finish(store.release(checkpoint_id, owner))
+        except checkpoint.CheckpointStoreError as exc:
+            with contextlib.suppress(OSError):
+                print(
+                    f"pyadk: warning: the claim on checkpoint {checkpoint_id!r} could not be "
+                    f"released (it lapses within {store.claim_ttl:g} s): {exc}",
+                    file=sys.stderr,
+                )
+
+
+async def _delete_if(store: CheckpointStore, checkpoint_id: str, data: bytes) -> bool:
+    deleting = getattr(store, "_delete_if", None)
+    if deleting is None:  # never: every built-in store has it
+        raise TypeError(f"{type(store).__name__} cannot compare and delete")
+    return bool(await deleting(checkpoint_id, data))
+
+
+def _described(checkpoint_id: str, data: bytes) -> str:
+    """What the confirmation asks about: whose run, since when, waiting on how many points."""
+    entry = _entry(checkpoint_id, data, False)
+    if entry is None:
+        return f"checkpoint {checkpoint_id!r} (a finished run kept for audit)"
+    if entry.error is not None:
+        return f"checkpoint {checkpoint_id!r} (unreadable: {entry.error})"
+    since = "" if entry.saved_at is None else f", paused at {_when(entry.saved_at)}"
+    points = len(entry.points)
+    return (
+        f"checkpoint {checkpoint_id!r} (agent {entry.agent!r}, run {entry.run_id!r}{since}, "
+        f"waiting on {points} point{'s' if points != 1 else ''})"
+    ).translate(_TERMINAL_UNSAFE)
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+
+
+def _confirmed(question: str) -> bool:
+    """Ask ``question`` on the terminal (stderr: stdout carries JSON); yes only for y or yes."""
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
 
 
 _READER_GONE = 141
@@ -204,6 +451,13 @@ def _where(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--key-prefix", help="the Redis store's key prefix, if not 'pyadk:checkpoint:'"
     )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="seconds each store operation may take before the command fails (Redis and "
+        "PostgreSQL: 10; SQLite, waiting for another process's write lock: 30)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -222,6 +476,39 @@ def _parser() -> argparse.ArgumentParser:
     _where(listing)
     listing.add_argument("--prefix", help="only the checkpoint ids that start with PREFIX")
     listing.add_argument("--agent", help="only the runs of the root agent named AGENT")
+    listing.add_argument(
+        "--older-than",
+        type=_duration,
+        metavar="DURATION",
+        help="only the runs that paused longer ago than DURATION (7d, 12h, 30m, 1d12h), by "
+        "their saved_at; not those without one (unreadable, or saved by an older pyadk)",
+    )
+    deleting = actions.add_parser(
+        "delete",
+        help="delete a paused run's checkpoint (or every one --older-than), never one a resume "
+        "holds",
+        description="Delete the checkpoint ID (a paused run abandoned: it can no longer be "
+        "resumed), or with --older-than every paused run that old. Each is deleted under a "
+        "claim, as a resume takes one: one a resume holds is not deleted, and no resume "
+        "starts while it is. Asks first on a terminal; --yes to skip that (required when "
+        "stdin is not a terminal).",
+    )
+    deleting.add_argument("checkpoint_id", nargs="?", help="the checkpoint to delete")
+    _where(deleting)
+    deleting.add_argument(
+        "--older-than",
+        type=_duration,
+        metavar="DURATION",
+        help="instead of ID: every paused run that paused longer ago than DURATION (7d, 12h, "
+        "30m), each printed as it is deleted, counts on stderr",
+    )
+    deleting.add_argument(
+        "--prefix", help="with --older-than: only the checkpoint ids that start with PREFIX"
+    )
+    deleting.add_argument(
+        "--agent", help="with --older-than: only the runs of the root agent named AGENT"
+    )
+    deleting.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     return parser
 
 
@@ -293,10 +580,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.action == "list":
-            _check_prefix(args.prefix)
-        else:
-            _check_id(args.checkpoint_id)
+        _check_arguments(args)
         store = _store(args)
     except ValueError as exc:  # an empty or over-long id, an empty path, a malformed URL
         print(f"pyadk: {exc}", file=sys.stderr)
@@ -307,11 +591,56 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if args.action == "list":
             return asyncio.run(_list(store, args))
+        if args.action == "delete":
+            return asyncio.run(_delete(store, args))
         summary = asyncio.run(_show(store, args))
-    except (CheckpointError, checkpoint.CheckpointStoreError, OSError) as exc:
+    except _Refused as exc:
         print(f"pyadk: {exc}", file=sys.stderr)
+        return 1
+    except (CheckpointError, checkpoint.CheckpointStoreError, OSError) as exc:
+        print(f"pyadk: {_naming(exc, getattr(args, 'checkpoint_id', None))}", file=sys.stderr)
         return 2 if _malformed_dsn(args, exc) else 1
     return _printed(_to_json(summary, indent=2))
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse (``ValueError``) what the parser cannot: a malformed id or prefix, ``delete``
+    without its one target, or asking for confirmation where no one can answer."""
+    if args.action == "list":
+        _check_prefix(args.prefix)
+        return
+    if args.action == "show":
+        _check_id(args.checkpoint_id)
+        return
+    if (args.checkpoint_id is None) == (args.older_than is None):
+        raise ValueError("delete takes a checkpoint ID or --older-than DURATION (one of them)")
+    if args.checkpoint_id is not None:
+        _check_id(args.checkpoint_id)
+        if args.prefix is not None or args.agent is not None:
+            raise ValueError("--prefix and --agent narrow --older-than: not with an ID")
+    else:
+        _check_prefix(args.prefix)
+    if not args.yes and not _interactive():
+        raise ValueError(
+            "delete asks for confirmation, and stdin is not a terminal to ask on: add --yes"
+        )
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (OSError, ValueError):  # a closed stdin
+        return False
+
+
+def _naming(exc: Exception, checkpoint_id: str | None) -> str:
+    """``exc``'s message, naming ``checkpoint_id`` (the one the command is about) when it does
+    not: a store's read of its claims (``ids failed``) or a lost connection said which
+    operation failed, not on which checkpoint."""
+    message = str(exc)
+    if checkpoint_id is None or repr(checkpoint_id) in message:
+        return message
+    return f"checkpoint {checkpoint_id!r}: {message}"
 
 
 if __name__ == "__main__":

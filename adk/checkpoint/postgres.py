@@ -161,6 +161,7 @@ class PostgresCheckpointStore(_ClosableStore):
     """
 
     _read_only = False  # see ``_ReadOnlyPostgresStore``
+    _creates = True  # the checkpoint table when missing (see ``_ExistingPostgresStore``)
 
     def __init__(
         self,
@@ -236,6 +237,7 @@ class PostgresCheckpointStore(_ClosableStore):
         )
         setup = _Setup(
             read_only=self._read_only,
+            creates=self._creates,
             dsn=dsn,
             table=table,
             qualified=qualified,
@@ -254,6 +256,7 @@ class PostgresCheckpointStore(_ClosableStore):
                 f"CREATE TABLE IF NOT EXISTS {claims} (id text PRIMARY KEY, "
                 "owner text NOT NULL, expires_at timestamptz NOT NULL)"
             ),
+            claims_qualified=claims,
         )
         # A pool per event loop, created on its first operation (nothing is made until then).
         self._pools = LoopClients(None, functools.partial(_Pool, setup), _close_pool)
@@ -554,6 +557,7 @@ class _Setup:
     its loop's end by code that must not keep the store alive (see ``LoopClients``)."""
 
     read_only: bool
+    creates: bool  # the checkpoint table, when missing (not ``_ExistingPostgresStore``)
     dsn: str
     table: str  # as given, for messages
     qualified: str  # quoted, for SQL and ``to_regclass``
@@ -562,6 +566,7 @@ class _Setup:
     lock_key: int
     create_sql: str
     create_claims_sql: str
+    claims_qualified: str
 
     async def create(self) -> Any:
         """A pool, the tables created (under an advisory lock) if they are not there; for a
@@ -571,7 +576,7 @@ class _Setup:
             # The read-only store (``pyadk checkpoint``) keeps no connection open for later: kept
             # at one, asyncpg made it again in the background once the server ended it (a
             # restart), logging each failed try with its traceback on the command's stderr.
-            min_size=0 if self.read_only else 1,
+            min_size=0 if self.read_only or not self.creates else 1,
             max_size=self.max_size,
             timeout=self.timeout,
             command_timeout=self.timeout,
@@ -582,6 +587,9 @@ class _Setup:
                 if self.read_only:
                     await self._check_table(conn)
                     return pool
+                if not self.creates:
+                    await self._existing(conn)
+                    return pool
                 async with conn.transaction():
                     await conn.execute("SELECT pg_advisory_xact_lock($1)", self.lock_key)
                     await conn.execute(self.create_sql)
@@ -591,6 +599,17 @@ class _Setup:
             pool.terminate()
             raise
         return pool
+
+    async def _existing(self, conn: Any) -> None:
+        """The checkpoint table checked, never created (a missing one is asyncpg's
+        ``relation ... does not exist``); the claims table made only if missing, so a role that
+        may not create tables works where it exists."""
+        await conn.execute(f"SELECT 1 FROM {self.qualified} LIMIT 0")
+        await self._check_table(conn)
+        if await conn.fetchval("SELECT to_regclass($1) IS NULL", self.claims_qualified):
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", self.lock_key)
+                await conn.execute(self.create_claims_sql)
 
     async def _check_table(self, conn: Any) -> None:
         """Refuse a table of the store's name that is not a checkpoint table
@@ -733,3 +752,12 @@ class _ReadOnlyPostgresStore(PostgresCheckpointStore):
                 return set()
 
         return await self._call("ids", None, run)
+
+
+class _ExistingPostgresStore(PostgresCheckpointStore):
+    """Writes an existing checkpoint table and creates none: for ``pyadk checkpoint delete``,
+    which must not make tables in a database it was pointed at by mistake (a missing table is
+    reported: ``relation ... does not exist``). The claims table, which deleting under a claim
+    needs, is made if missing (with the role's ``CREATE`` on the schema), as a store makes it."""
+
+    _creates = False

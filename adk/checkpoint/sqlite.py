@@ -230,6 +230,27 @@ def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
     return conn
 
 
+def _open_existing(path: str, busy_timeout: float) -> sqlite3.Connection:
+    """A connection that reads and writes ``path`` as a store's does, but creates nothing: no
+    file, directory or checkpoint table (``pyadk checkpoint delete``, where a mistyped path must
+    be reported, not made into an empty store). A file without the checkpoint table is refused
+    as the read-only connection's first get is (``no such table: pyadk_checkpoints``)."""
+    if path == _MEMORY:
+        return _open_connection(path, busy_timeout)
+    uri = Path(path).as_uri() + "?mode=rw"
+    conn = sqlite3.connect(uri, timeout=busy_timeout, isolation_level=None, uri=True)
+    try:
+        if conn.execute(_HAS_TABLE).fetchone() is None:
+            raise sqlite3.OperationalError(f"no such table: {_TABLE}")
+        _use_wal(conn, busy_timeout, path)
+        conn.execute("PRAGMA synchronous=FULL")
+        _check_own_table(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _get(conn: sqlite3.Connection, *, key: str) -> bytes | None:
     row = conn.execute(_GET, (key,)).fetchone()
     return None if row is None else bytes(row[0])
@@ -805,3 +826,11 @@ class _ReadOnlySQLiteStore(SQLiteCheckpointStore):
     ``CheckpointStoreError`` (SQLite refuses them)."""
 
     _connect = staticmethod(_open_read_only)
+
+
+class _ExistingSQLiteStore(SQLiteCheckpointStore):
+    """Writes an existing SQLite checkpoint file and creates none: for ``pyadk checkpoint
+    delete``, where a mistyped path must be reported, not created (the claims table is made on
+    the first claim, as in any store of the file)."""
+
+    _connect = staticmethod(_open_existing)
