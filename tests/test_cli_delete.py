@@ -333,3 +333,26 @@ async def test_delete_from_postgres_creates_nothing_and_deletes_under_a_claim(
     async with PostgresCheckpointStore(dsn) as store:
         assert [id async for id in store.ids()] == ["c-2"]
         assert await store.claim("c-1", "another")  # released
+
+
+def test_list_reads_many_checkpoints_a_round_trip(
+    paused: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command read 16 checkpoints a batch, as a service's ``list_pending`` does: two round
+    trips a batch (heads, claims), each with asyncpg's reset of its connection, 5,000 for 20,000
+    runs in PostgreSQL (5.5 s); it reads 256 a batch."""
+    with sqlite3.connect(paused) as conn:
+        (data,) = conn.execute("SELECT data FROM pyadk_checkpoints WHERE id = 'c-1'").fetchone()
+        rows = [(f"run-{i:04d}", data, 0.0) for i in range(300)]
+        conn.executemany("INSERT INTO pyadk_checkpoints VALUES (?, ?, ?)", rows)
+    batches: list[int] = []
+    heads = SQLiteCheckpointStore.heads
+
+    async def counted(store: SQLiteCheckpointStore, ids: list[str], limit: int) -> object:
+        batches.append(len(ids))
+        return await heads(store, ids, limit)
+
+    monkeypatch.setattr(SQLiteCheckpointStore, "heads", counted)
+    assert cli.main(["checkpoint", "list", "--sqlite", str(paused)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 302
+    assert batches == [256, 46]
