@@ -203,11 +203,17 @@ def list_pending(
 
 
 def _listing(
-    store: CheckpointStore, prefix: str | None, agent: str | None, *, rebuild: bool
+    store: CheckpointStore,
+    prefix: str | None,
+    agent: str | None,
+    *,
+    rebuild: bool,
+    batch: int = _BATCH,
 ) -> AsyncGenerator[PendingCheckpoint, None]:
     """``list_pending``; ``rebuild=False`` keeps each point's info as its stored JSON (registered
     types as their tagged data): for ``pyadk checkpoint list``, whose process has none of the
-    application's types registered, and prints JSON anyway."""
+    application's types registered, and prints JSON anyway. ``batch``: checkpoints read at once
+    (the command reads more a round trip than a service, which holds less at once)."""
     ids = getattr(store, "ids", None)
     if not callable(ids):
         name = type(store).__name__
@@ -221,17 +227,21 @@ def _listing(
     if agent is not None and not isinstance(agent, str):
         raise TypeError(f"agent must be an agent's name (a str) or None, got {agent!r}")
     listing: AsyncIterator[str] = ids(start or None)
-    return _pending(store, listing, agent, rebuild)
+    return _pending(store, listing, agent, rebuild, batch)
 
 
 async def _pending(
-    store: CheckpointStore, listing: AsyncIterator[str], agent: str | None, rebuild: bool
+    store: CheckpointStore,
+    listing: AsyncIterator[str],
+    agent: str | None,
+    rebuild: bool,
+    size: int = _BATCH,
 ) -> AsyncGenerator[PendingCheckpoint, None]:
     try:
         batch: list[str] = []
         async for checkpoint_id in listing:
             batch.append(checkpoint_id)
-            if len(batch) == _BATCH:
+            if len(batch) == size:
                 for entry in await _read(store, batch, agent, rebuild):
                     yield entry
                 batch = []
