@@ -44,6 +44,7 @@ from adk.checkpoint._state import _TurnsShort
 from adk.checkpoint.codec import _Unstorable
 from adk.checkpoint.postgres import _Unusable
 from adk.checkpoint.store import _ForeignTable
+from adk.cli import _Refused
 from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.execution._records import _KeyRefused
 from adk.execution._session_store import SessionNotSaved
@@ -164,6 +165,8 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     # A KeyError that ``Resources.get_tool``/``get_tools`` raise to their callers.
     _Unknown: [_made(_Unknown("no tool 'x'", ("server-a",)))],
     _ForeignTable: [_made(_ForeignTable("table t is not a checkpoint table"))],
+    # pyadk checkpoint delete's refusal (a resume holds it, it changed, the operator said no).
+    _Refused: [_made(_Refused("checkpoint 'c-1' not deleted"))],
     _Unusable: [_made(_Unusable("connection dropped"))],
     _StreamTruncated: [_made(_StreamTruncated("ended early"))],
     _BadState: [_made(_BadState("does not fit"))],
