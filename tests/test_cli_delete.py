@@ -356,3 +356,17 @@ def test_list_reads_many_checkpoints_a_round_trip(
     assert cli.main(["checkpoint", "list", "--sqlite", str(paused)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 302
     assert batches == [256, 46]
+
+
+async def test_a_delete_cancelled_while_claiming_gives_the_claim_back(tmp_path: Path) -> None:
+    """Ctrl-C while the command's claim is being written: the claim, taken all the same, was
+    left to refuse every resume until it lapsed (``claim_ttl``)."""
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        await _pause(store, "c-1")
+        deleting = asyncio.ensure_future(cli._deleted_under_claim(store, "c-1", lambda _: True))
+        await asyncio.sleep(0)  # its claim is sent to the store's thread
+        deleting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await deleting
+        assert await store.claim("c-1", "a-resume")  # given back
+        assert await store.get("c-1") is not None
