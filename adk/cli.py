@@ -338,8 +338,17 @@ async def _deleted_under_claim(
         raise TypeError(f"{type(store).__name__} keeps no claims")
     owner = f"pyadk-checkpoint-delete:{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
     # Run to their end (``finish``): cancelled (Ctrl-C) while the store writes, a claim taken
-    # would refuse every resume until it lapsed.
-    if not await finish(store.claim(checkpoint_id, owner)):
+    # would refuse every resume until it lapsed; one taken as the command was cancelled is
+    # given back before the cancellation goes on.
+    attempt = asyncio.ensure_future(store.claim(checkpoint_id, owner))
+    try:
+        taken = await finish(attempt)
+    except asyncio.CancelledError:
+        if not attempt.cancelled() and attempt.exception() is None and attempt.result():
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await finish(store.release(checkpoint_id, owner))
+        raise
+    if not taken:
         return "resuming"
     try:
         data = await store.get(checkpoint_id)
