@@ -326,7 +326,13 @@ async def test_delete_from_postgres_creates_nothing_and_deletes_under_a_claim(
     assert await tables() == set()
 
     async with PostgresCheckpointStore(dsn) as store:
-        await _pause(store, "c-1", "c-2")
+        await _pause(store, "c-1", "c-2", "c-3")
+    conn = await asyncpg.connect(dsn)
+    await conn.execute("DROP TABLE pyadk_checkpoints_claims")  # a table made by hand, say
+    await conn.close()
+    assert await asyncio.to_thread(delete, "c-3") == 0  # the claims table made, as a store does
+    assert await tables() == {"pyadk_checkpoints", "pyadk_checkpoints_claims"}
+    async with PostgresCheckpointStore(dsn) as store:
         assert await store.claim("c-2", "worker-7")
     assert [await asyncio.to_thread(delete, id) for id in ("c-1", "c-2")] == [0, 1]
     assert "checkpoint 'c-2' is being resumed" in capsys.readouterr().err
