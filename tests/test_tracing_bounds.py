@@ -1,0 +1,137 @@
+"""What a model or a failing tool decides stays bounded on spans: span names stay few and short,
+and an exception's stack trace has a size limit.
+
+Backends index span names (the conventions ask for low-cardinality ones), and a span's attributes
+go through exporters that must encode them: a tool name a model made up went into a span name as
+it came, control characters, lone surrogates and all, and a deep recursion's stack trace into an
+``exception`` event at 80 KB. The in-memory exporter reads the spans as an exporter gets them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel
+from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
+
+from adk import Runner
+from adk.testing import Reply, ScriptedModel, tool_call
+from adk.tools import tool
+from adk.tracing import CAPTURE_CONTENT_ENV
+from prebuilt import ReActAgent
+
+SECRET = "4111-1111-1111"
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def _tool_spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
+    return [s for s in exporter.get_finished_spans() if s.name.startswith("execute_tool")]
+
+
+async def test_a_tool_name_the_model_made_up_is_no_span_name_and_is_shown_bounded(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The span was "execute_tool <the name>": 5,000 characters, an escape sequence, a line
+    # break and a lone surrogate (which no exporter can encode as UTF-8) in a span name, and one
+    # span name per name a model made up.
+    made_up = "evil\x1b[31m\nname\ud800" + "x" * 5000
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call(made_up, {}), tool_call("add", {"a": 1, "b": 2})]), "done"]
+    )
+    async with Runner(ReActAgent("r", model, tools=[add]), tracer_provider=provider) as runner:
+        await runner.invoke("go")
+    unknown, known = sorted(_tool_spans(exporter), key=lambda s: s.name)
+    assert known.name == "execute_tool add"  # a tool the agent has keeps its name
+    assert (known.attributes or {})["gen_ai.tool.name"] == "add"
+    assert unknown.name == "execute_tool"
+    shown = str((unknown.attributes or {})["gen_ai.tool.name"])
+    assert shown.startswith("evil\\x1b[31m\\nname\\ud800xxx")
+    assert shown.endswith("x...")
+    assert len(shown) == 128 + 3
+    assert shown.isprintable()
+    shown.encode()  # UTF-8, as an exporter writes it
+    assert (unknown.attributes or {})["gen_ai.tool.call.id"]  # the call is still told apart
+
+
+def _there(n: int) -> int:
+    return _back(n + 1)
+
+
+def _back(n: int) -> int:
+    return _there(n + 1)
+
+
+@tool
+def deep() -> int:
+    """Recurse until Python stops it."""
+    return _there(0)
+
+
+class _Account(BaseModel):
+    number: int
+
+
+def _deep_validation(n: int, value: str) -> None:
+    if n:
+        _deeper_validation(n - 1, value)  # two functions: Python's traceback folds no repeat
+    _Account.model_validate({"number": value})
+
+
+def _deeper_validation(n: int, value: str) -> None:
+    _deep_validation(n, value)
+
+
+@tool
+def check(account: str) -> str:
+    """Validate an account deep down."""
+    _deep_validation(400, account)
+    return "ok"
+
+
+def _exception_of(span: ReadableSpan) -> dict[str, Any]:
+    (event,) = [e for e in span.events if e.name == "exception"]
+    return dict(event.attributes or {})
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_a_deep_recursions_stacktrace_is_bounded_and_keeps_its_ends(
+    capture: bool,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two functions calling each other are not folded by Python's "previous line repeated", so
+    # the RecursionError's stack trace was ~80 KB on the tool's span; a ValidationError raised
+    # 400 calls deep (its text is content: recorded without it when content is not captured)
+    # made one as long through the content-free path.
+    if capture:
+        monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    else:
+        monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    calls = [tool_call("deep", {}), tool_call("check", {"account": SECRET})]
+    model = ScriptedModel([Reply(tool_calls=calls), "done"])
+    async with Runner(ReActAgent("r", model, tools=[deep, check]), tracer_provider=provider) as r:
+        await r.invoke("go")
+    spans = {s.name: s for s in _tool_spans(exporter)}
+    recursion = _exception_of(spans["execute_tool deep"])
+    validation = _exception_of(spans["execute_tool check"])
+    for recorded in (recursion, validation):
+        stacktrace = str(recorded["exception.stacktrace"])
+        assert len(stacktrace) < 16_384 + 100
+        assert stacktrace.startswith("Traceback (most recent call last):\n")
+        assert "characters left out" in stacktrace
+        assert f"{recorded['exception.message']}\n" in stacktrace[-2000:]  # its own line kept
+    assert str(recursion["exception.stacktrace"]).endswith(
+        "RecursionError: maximum recursion depth exceeded\n"
+    )
+    assert recursion["exception.type"] == "RecursionError"
+    if not capture:
+        assert SECRET not in str(validation)
