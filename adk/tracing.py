@@ -152,6 +152,13 @@ _MAX_SERVERS = 64  # distinct base URLs remembered; a process talks to a handful
 
 _TOOL_ERROR = "the tool returned an error"  # a failed tool's span status without captured content
 _OTHER_TOOL = "_OTHER"  # the tool duration metric's name for a tool the agent does not have
+# A name the model made up is shown, on its span's ``gen_ai.tool.name``, cut to this many
+# characters (MCP's own limit on a tool's name) with what cannot be printed escaped.
+_MAX_MADE_UP_NAME = 128
+# An ``exception.stacktrace`` longer than this keeps its start and, mostly, its end (the frames
+# nearest the error and the exception's own line), with how much was left out between.
+_MAX_STACKTRACE = 16_384
+_STACKTRACE_HEAD = 4_096
 
 # Bucket boundaries the conventions advise for the two histograms.
 _TOKEN_BUCKETS = [4.0**i for i in range(14)]  # 1, 4, 16, ... 67108864
@@ -828,9 +835,18 @@ class _GenAITracing:
     ) -> str | ToolResult:
         """One ``execute_tool`` span around a call to ``tool``, current while the tool runs;
         ``nest(context)`` hands the span's context to what the tool starts (a nested run)."""
+        name = call.name
+        span_name = f"execute_tool {name}"
+        if getattr(tool, "_adk_unknown", False):
+            # The name is whatever the model asked for (a tool the agent does not have): span
+            # names are indexed by backends and must stay few (the conventions), so the span is
+            # ``execute_tool`` alone, and its ``gen_ai.tool.name`` bounded and printable (a
+            # control character, a lone surrogate an exporter cannot encode, 5,000 characters).
+            span_name = "execute_tool"
+            name = _made_up_name(name)
         attributes: dict[str, Any] = {
             _OPERATION: "execute_tool",
-            _TOOL_NAME: call.name,
+            _TOOL_NAME: name,
             _TOOL_CALL_ID: call.id,
             _TOOL_TYPE: "function",
             _CONVERSATION: ctx.run_context._run.run_id,
@@ -843,7 +859,7 @@ class _GenAITracing:
             attributes.update(protocol)
         if type(call) is _EditedCall:  # gen_ai.tool.call.arguments, if captured, are the edit
             attributes[_EDITED] = True
-        span = self._start_span(f"execute_tool {call.name}", parent, SpanKind.INTERNAL, attributes)
+        span = self._start_span(span_name, parent, SpanKind.INTERNAL, attributes)
         if self._capture and span.is_recording():
             span.set_attribute(_TOOL_ARGUMENTS, call.arguments)
         inner = trace.set_span_in_context(span, parent)
@@ -1239,12 +1255,26 @@ def _fail(span: Span, exc: BaseException, capture: bool = True) -> str | None:
     if shown is None:
         span.set_status(Status(StatusCode.ERROR, str(exc) or error_type))
         span.set_attribute(_ERROR_TYPE, error_type)
-        span.record_exception(exc)
+        _record_exception(span, exc, None)
         return error_type
     span.set_status(Status(StatusCode.ERROR, shown))
     span.set_attribute(_ERROR_TYPE, error_type)
     _record_exception(span, exc, shown)
     return error_type
+
+
+def _made_up_name(name: str) -> str:
+    """A tool name a model made up, as its span shows it: at most ``_MAX_MADE_UP_NAME``
+    characters (``...`` marking a cut), each one that cannot be printed (a control character, a
+    line break, a lone surrogate) escaped as Python writes it (``\\x1b``, ``\\ud800``)."""
+    shown = name[: _MAX_MADE_UP_NAME + 1]
+    if not shown.isprintable():
+        shown = "".join(
+            c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in shown
+        )
+    if len(shown) <= _MAX_MADE_UP_NAME:
+        return shown
+    return f"{shown[:_MAX_MADE_UP_NAME]}..."
 
 
 def _describes(error: ErrorInfo, exc: BaseException) -> bool:
@@ -1258,9 +1288,15 @@ def _record_exception(span: Span, exc: BaseException, shown: str | None) -> None
     """``span.record_exception(exc)``, or, with ``shown`` (``_content_free``'s text for an
     exception whose own text is content), the SDK's attributes with the message replaced, in the
     stack trace too (its last line), and the exceptions chained to it left out (one handled
-    while raising it may quote the same)."""
+    while raising it may quote the same). Either way the stack trace is bounded (``_bounded``)."""
+    if not span.is_recording():  # a metrics-only runner's: nothing to format the trace for
+        return
     if shown is None:
-        span.record_exception(exc)
+        stacktrace = "".join(traceback.format_exception(exc))
+        if len(stacktrace) <= _MAX_STACKTRACE:
+            span.record_exception(exc)
+        else:
+            span.record_exception(exc, {"exception.stacktrace": _bounded(stacktrace)})
         return
     where = "".join(traceback.format_tb(exc.__traceback__))
     kind = type(exc)
@@ -1272,8 +1308,27 @@ def _record_exception(span: Span, exc: BaseException, shown: str | None) -> None
         exc,
         {
             "exception.message": shown,
-            "exception.stacktrace": f"Traceback (most recent call last):\n{where}{named}: {shown}\n",
+            "exception.stacktrace": _bounded(
+                f"Traceback (most recent call last):\n{where}{named}: {shown}\n"
+            ),
         },
+    )
+
+
+def _bounded(stacktrace: str) -> str:
+    """``exception.stacktrace`` of at most about ``_MAX_STACKTRACE`` characters: a deep recursion
+    (a ``RecursionError`` through two functions calling each other, which Python's "previous
+    line repeated" does not fold) made one of 80 KB on each span it failed, where backends cut or
+    drop a span's attributes and an OTLP batch has a size limit. Its start and its end are kept
+    (where it began; the frames nearest the error and the exception's own line), with how many
+    characters were left out between."""
+    if len(stacktrace) <= _MAX_STACKTRACE:
+        return stacktrace
+    tail = _MAX_STACKTRACE - _STACKTRACE_HEAD
+    left_out = len(stacktrace) - _STACKTRACE_HEAD - tail
+    return (
+        f"{stacktrace[:_STACKTRACE_HEAD]}\n  ... {left_out} characters left out ...\n"
+        f"{stacktrace[-tail:]}"
     )
 
 
