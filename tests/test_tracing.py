@@ -2203,12 +2203,16 @@ async def test_a_model_calls_retries_are_events_of_its_chat_span(
         ServedReply(text="cut off", end_after=0) if streaming else ServedReply(status=503),
         ServedReply(status=502, error="gateway"),
     ]
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
     async with OpenAIServer(served) as server:
         for attempts in (3, 2):
             retry = RetryPolicy(max_attempts=attempts, initial_delay=0.001, max_delay=0.002)
             model = wire_model(server, name="m", api_key="k", retry=retry)
             agent = ReActAgent("a", model)
-            runner = Runner(agent, tracer_provider=provider, enable_streaming=streaming)
+            runner = Runner(
+                agent, tracer_provider=provider, meter_provider=meters, enable_streaming=streaming
+            )
             if attempts == 3:
                 assert (await runner.invoke("hi")).text == "ok"
             else:
@@ -2235,6 +2239,54 @@ async def test_a_model_calls_retries_are_events_of_its_chat_span(
     first = "_OTHER" if streaming else "503"
     assert retries(failed) == [("adk.model.retry", 1, first), ("exception", None, None)]
     assert attrs(failed)["error.type"] == "502"
+    # The same attempts counted in adk.model.retries, by the call's model, provider and server
+    # and each attempt's error.type; the calls' duration is one point each, attempts included.
+    assert _retry_counts(reader) == {
+        ("m", "openai", "127.0.0.1", "503"): 1 if streaming else 2,
+        ("m", "openai", "127.0.0.1", "429"): 1,
+        **({("m", "openai", "127.0.0.1", "_OTHER"): 1} if streaming else {}),
+    }
+    assert sum(p.count for p in _points(reader, "gen_ai.client.operation.duration")) == 2
+    meters.shutdown()
+
+
+def _retry_counts(reader: InMemoryMetricReader) -> dict[tuple[Any, ...], int]:
+    """``adk.model.retries``' points by model, provider, server and error type."""
+    data = reader.get_metrics_data()
+    assert data is not None
+    counts: dict[tuple[Any, ...], int] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name != "adk.model.retries":
+                    continue
+                assert metric.unit == "{retry}"
+                for point in metric.data.data_points:
+                    a = dict(point.attributes or {})
+                    key = (
+                        a["gen_ai.request.model"],
+                        a["gen_ai.provider.name"],
+                        a["server.address"],
+                        a["error.type"],
+                    )
+                    counts[key] = int(point.value)  # type: ignore[union-attr]
+    return counts
+
+
+async def test_retries_are_counted_by_a_runner_that_only_records_metrics() -> None:
+    # Without a tracer provider the chat span does not record, so no retry event is made: the
+    # count must not depend on it (nor on a trace being sampled).
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    served = [ServedReply(status=503, error="busy"), ServedReply(text="ok")]
+    async with OpenAIServer(served) as server:
+        retry = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.002)
+        model = wire_model(server, name="m", api_key="k", retry=retry)
+        runner = Runner(ReActAgent("a", model), meter_provider=meters)
+        assert (await runner.invoke("hi")).text == "ok"
+        await model.aclose()
+    assert _retry_counts(reader) == {("m", "openai", "127.0.0.1", "503"): 1}
+    meters.shutdown()
 
 
 @pytest.mark.parametrize("later", [False, True], ids=["policy_given", "policy_set_later"])
