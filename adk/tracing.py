@@ -4,7 +4,8 @@ A run produces ``invoke_agent {agent}`` spans nested along its run path, ``chat 
 call and ``execute_tool {tool}`` per tool call, plus the ``gen_ai.client.token.usage``,
 ``gen_ai.client.operation.duration`` and (streamed calls) ``...time_to_first_chunk`` histograms,
 and the ``gen_ai.invoke_agent.duration`` and ``gen_ai.execute_tool.duration`` ones per agent run and
-tool call. Users do not touch this module: ``Runner`` loads it
+tool call, and the ``adk.model.retries`` counter of a model call's retried attempts. Users do not
+touch this module: ``Runner`` loads it
 when OpenTelemetry could be configured (see ``adk._instrument``) and uses the global providers
 unless ``Runner(tracer_provider=..., meter_provider=...)`` names others. It imports only the
 OpenTelemetry API, never the SDK.
@@ -323,6 +324,7 @@ class _GenAITracing:
         "_duration",
         "_failed",
         "_first_chunk",
+        "_retries",
         "_servers",
         "_tokens",
         "_tool_duration",
@@ -342,6 +344,7 @@ class _GenAITracing:
         self._first_chunk: metrics.Histogram | None = None
         self._agent_duration: metrics.Histogram | None = None
         self._tool_duration: metrics.Histogram | None = None
+        self._retries: metrics.Counter | None = None
         if meter is not None:
             # The conventions' agent and tool metrics (``gen_ai.invoke_agent.duration``, for
             # frameworks that can bound one agent invocation, and ``gen_ai.execute_tool.duration``,
@@ -377,6 +380,16 @@ class _GenAITracing:
                 unit="s",
                 description="Time to receive the first chunk of a streamed response.",
                 explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+            )
+            # The conventions have no retry metric, and ``gen_ai.client.operation.duration`` is
+            # one point per call (attempts and waits included), so a provider answering 429 on
+            # every other attempt showed only as slower calls: a count of the attempts that
+            # failed and were retried, by the call's model and provider and the attempt's
+            # ``error.type``, in pyadk's namespace as its span event is (``adk.model.retry``).
+            self._retries = meter.create_counter(
+                "adk.model.retries",
+                unit="{retry}",
+                description="Attempts of a model call that failed and were retried.",
             )
 
     # -- the provider's pipeline ----------------------------------------------------------------
@@ -736,7 +749,10 @@ class _GenAITracing:
         """One ``chat`` span around a non-streamed call, current while the model works."""
         span, attributes = self._start_chat(parent, ctx, request)
         start = time.perf_counter()
-        token = otel_context.attach(trace.set_span_in_context(span, parent))
+        inner = trace.set_span_in_context(span, parent)
+        if self._retries is not None:
+            inner = otel_context.set_value(_RETRIED, (self._retries, attributes), inner)
+        token = otel_context.attach(inner)
         try:
             reply = await call(request)
         except BaseException as exc:
@@ -1080,7 +1096,10 @@ class _TracedStream:
         owner = self._owner
         span, self._attributes = owner._start_chat(self._parent, self._ctx, self._request, True)
         self._span = span
-        self._otel = trace.set_span_in_context(span, self._parent)
+        otel = trace.set_span_in_context(span, self._parent)
+        if owner._retries is not None:
+            otel = otel_context.set_value(_RETRIED, (owner._retries, self._attributes), otel)
+        self._otel = otel
         self._chunks = [] if owner._capture and span.is_recording() else None
         self._start = time.perf_counter()
         self._state = self._OPEN
@@ -1404,6 +1423,26 @@ def _interrupt_ids(exc: Interrupt, address: str) -> list[str]:
     """The points an ``Interrupt`` raised by a tool at ``address`` pauses on."""
     signal = exc._signal
     return [p.id for p in signal.points] if signal is not None else [address]
+
+
+_RETRIED = otel_context.create_key("adk.model.retries")
+"""The context key under which a model call's context holds the retry counter and the call's
+span attributes (only when metrics are recorded), for ``_count_retry``."""
+
+
+def _count_retry(error_type: str) -> None:
+    """Count an attempt of the current model call that failed with ``error_type`` and is retried
+    (``adk.models._retry._record_retry`` calls it, inside the call's context): one point of
+    ``adk.model.retries`` with the call's metric attributes and the attempt's ``error.type``.
+    Nothing outside a call of a runner that records metrics."""
+    found = otel_context.get_value(_RETRIED)
+    if not isinstance(found, tuple):
+        return
+    counter: metrics.Counter = found[0]
+    attributes: dict[str, Any] = found[1]
+    measured = _metric_attributes(attributes, None)
+    measured[_ERROR_TYPE] = error_type
+    counter.add(1, measured)
 
 
 def _metric_attributes(attributes: dict[str, Any], response_model: str | None) -> dict[str, Any]:

@@ -220,13 +220,22 @@ def _record_retry(
         return
     try:
         span = trace.get_current_span()
-        if not span.is_recording():
+        tracing = sys.modules.get("adk.tracing")  # loaded by a runner that records metrics
+        recording = span.is_recording()
+        if not recording and tracing is None:
             return
         outcome = retry_state.outcome
         error = outcome.exception() if outcome is not None and outcome.failed else None
+        error_type = _attempt_error_type(error, status_of)
+        if tracing is not None:
+            # ``adk.model.retries``, by the call's model and provider: a metrics-only runner's
+            # spans do not record, and sampled-out traces hold no events to count.
+            tracing._count_retry(error_type)
+        if not recording:
+            return
         attributes: dict[str, str | int | float] = {
             "adk.retry.attempt": retry_state.attempt_number,
-            "error.type": _attempt_error_type(error, status_of),
+            "error.type": error_type,
         }
         action = retry_state.next_action
         if action is not None:
