@@ -9,6 +9,8 @@ it came, control characters, lone surrogates and all, and a deep recursion's sta
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -135,3 +137,52 @@ async def test_a_deep_recursions_stacktrace_is_bounded_and_keeps_its_ends(
     assert recursion["exception.type"] == "RecursionError"
     if not capture:
         assert SECRET not in str(validation)
+
+
+def _unencodable(spans: Sequence[ReadableSpan]) -> list[str]:
+    """Each span attribute, status or event attribute that has no UTF-8 form, as an exporter
+    (OTLP's protobuf, a JSON one) must write it."""
+    found = []
+    for span in spans:
+        told: list[tuple[str, object]] = [(f"{span.name} status", span.status.description or "")]
+        told += [(f"{span.name} {k}", v) for k, v in (span.attributes or {}).items()]
+        for event in span.events:
+            told += [
+                (f"{span.name} {event.name} {k}", v) for k, v in (event.attributes or {}).items()
+            ]
+        for where, value in told:
+            for text in value if isinstance(value, tuple) else (value,):
+                if isinstance(text, str):
+                    try:
+                        text.encode()
+                    except UnicodeEncodeError:
+                        found.append(where)
+    return found
+
+
+async def test_a_lone_surrogate_a_model_wrote_is_captured_as_its_escape(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model's "\ud83d" escape (half an emoji) is a lone surrogate, which has no UTF-8 form:
+    # captured as it came, in gen_ai.output.messages, the arguments, the result and the call
+    # id, it failed the exporter's encoding of the whole batch, every span in it lost.
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+
+    @tool
+    def echo() -> str:
+        """Answer with half an emoji."""
+        return "half \ud83d"
+
+    calls = [tool_call("echo", {}, id="call\ud83d")]
+    model = ScriptedModel([Reply(tool_calls=calls), "done \ud83d"])
+    async with Runner(ReActAgent("r", model, tools=[echo]), tracer_provider=provider) as runner:
+        await runner.invoke("go \ud83d")
+    spans = exporter.get_finished_spans()
+    assert _unencodable(spans) == []
+    (tool_span,) = _tool_spans(exporter)
+    attributes = dict(tool_span.attributes or {})
+    assert attributes["gen_ai.tool.call.result"] == "half \\ud83d"
+    assert attributes["gen_ai.tool.call.id"] == "call\\ud83d"
+    last_chat = [s for s in spans if s.name.startswith("chat")][-1]
+    (output,) = json.loads(str(dict(last_chat.attributes or {})["gen_ai.output.messages"]))
+    assert output["parts"] == [{"type": "text", "content": "done \ud83d"}]  # JSON's escape
