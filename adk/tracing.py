@@ -789,6 +789,8 @@ class _GenAITracing:
         metadata = reply.metadata
         finish = metadata.get("finish_reason")
         response_model = metadata.get("response_model")
+        if isinstance(response_model, str):  # the server's: on metric points that persist
+            response_model = _utf8(response_model)
         if span.is_recording():
             if usage is not None:
                 span.set_attribute(_INPUT_TOKENS, usage.input_tokens)
@@ -863,7 +865,7 @@ class _GenAITracing:
         attributes: dict[str, Any] = {
             _OPERATION: "execute_tool",
             _TOOL_NAME: name,
-            _TOOL_CALL_ID: call.id,
+            _TOOL_CALL_ID: _utf8(call.id),  # the model's: a lone surrogate is no UTF-8
             _TOOL_TYPE: "function",
             _CONVERSATION: ctx.run_context._run.run_id,
         }
@@ -877,7 +879,7 @@ class _GenAITracing:
             attributes[_EDITED] = True
         span = self._start_span(span_name, parent, SpanKind.INTERNAL, attributes)
         if self._capture and span.is_recording():
-            span.set_attribute(_TOOL_ARGUMENTS, call.arguments)
+            span.set_attribute(_TOOL_ARGUMENTS, _utf8(call.arguments))
         inner = trace.set_span_in_context(span, parent)
         nest(inner)
         if ctx._emit is not None:  # a tool that may report progress: on its span too
@@ -913,7 +915,8 @@ class _GenAITracing:
                 # arguments): on the span only when content is captured, and as the status
                 # description, not ``gen_ai.tool.call.result``, which the conventions keep for
                 # calls that succeeded.
-                span.set_status(Status(StatusCode.ERROR, content if self._capture else _TOOL_ERROR))
+                shown = _utf8(content) if self._capture else _TOOL_ERROR
+                span.set_status(Status(StatusCode.ERROR, shown))
                 span.set_attribute(_ERROR_TYPE, "tool_error")
                 self._end(span)
                 self._tool_measured(call.name, tool, start, "tool_error")
@@ -921,7 +924,7 @@ class _GenAITracing:
         else:
             content = result
         if self._capture and span.is_recording():
-            span.set_attribute(_TOOL_RESULT, content)
+            span.set_attribute(_TOOL_RESULT, _utf8(content))
         self._end(span)
         if ran:
             self._tool_measured(call.name, tool, start, None)
@@ -974,7 +977,7 @@ class _ProgressOnSpan:
             if report.total is not None:
                 attributes[_PROGRESS_TOTAL] = report.total
             if self._capture and report.message is not None:
-                attributes[_PROGRESS_MESSAGE] = report.message
+                attributes[_PROGRESS_MESSAGE] = _utf8(report.message)
             self._span.add_event(_PROGRESS_EVENT, attributes)
         self._emit(event)
 
@@ -1145,6 +1148,8 @@ class _TracedStream:
             response_model = None
             if ended and self._metadata is not None:
                 response_model = self._metadata.get("response_model")
+                if isinstance(response_model, str):
+                    response_model = _utf8(response_model)
             histogram.record(self._first, _metric_attributes(self._attributes, response_model))
 
     def _abandon(self) -> None:
@@ -1530,8 +1535,8 @@ def _input_messages(messages: Sequence[Message]) -> tuple[str | None, str]:
             system.append({"type": "text", "content": message.content})
         else:
             chat.append({"role": str(message.role), "parts": _parts(message)})
-    instructions = json.dumps(system, ensure_ascii=False) if system else None
-    return instructions, json.dumps(chat, ensure_ascii=False)
+    instructions = _utf8(json.dumps(system, ensure_ascii=False)) if system else None
+    return instructions, _utf8(json.dumps(chat, ensure_ascii=False))
 
 
 def _set_input(span: Span, system: str | None, messages: str, tools: str | None) -> None:
@@ -1562,7 +1567,7 @@ def _tool_definitions(tools: Sequence[Any]) -> str:
     ]
     # ``default=str``: a schema is JSON data; anything else in it is shown, not a failed call.
     # A NaN or an infinity is written as the text ``json.dumps`` would have written.
-    return dumps_finite(definitions, json.dumps, ensure_ascii=False, default=str)
+    return _utf8(dumps_finite(definitions, json.dumps, ensure_ascii=False, default=str))
 
 
 def _answer_of(output: AgentOutput) -> Message | None:
@@ -1587,4 +1592,19 @@ def _output_messages(reply: Message, finish: str | None) -> str:
     requires the field; later ones keep it, deprecated, optional)."""
     reason = finish or ("tool_call" if reply.tool_calls else "stop")
     message = {"role": "assistant", "parts": _parts(reply), "finish_reason": reason}
-    return json.dumps([message], ensure_ascii=False)
+    return _utf8(json.dumps([message], ensure_ascii=False))
+
+
+def _utf8(text: str) -> str:
+    """``text`` as an exporter can write it: a lone surrogate (a model's ``"\\ud800"`` escape,
+    half of an emoji cut in two) has no UTF-8 form, and one in an attribute failed the OTLP
+    exporter's encoding of the whole batch, every span in it lost. Each is written as its
+    escape, ``\\ud800``, which inside the JSON attributes is JSON's own for it. Only content
+    goes through here (captured only on request): ASCII, the common case, is told at once."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
