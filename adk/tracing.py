@@ -1599,8 +1599,9 @@ def _utf8(text: str) -> str:
     """``text`` as an exporter can write it: a lone surrogate (a model's ``"\\ud800"`` escape,
     half of an emoji cut in two) has no UTF-8 form, and one in an attribute failed the OTLP
     exporter's encoding of the whole batch, every span in it lost. Each is written as its
-    escape, ``\\ud800``, which inside the JSON attributes is JSON's own for it. Only content
-    goes through here (captured only on request): ASCII, the common case, is told at once."""
+    escape, ``\\ud800``, which inside the JSON attributes is JSON's own for it. Content
+    (captured only on request), a tool call's id and a response's model go through here: ASCII,
+    the common case, is told at once."""
     if text.isascii():
         return text
     try:
