@@ -94,7 +94,7 @@ def _deeper_validation(n: int, value: str) -> None:
 @tool
 def check(account: str) -> str:
     """Validate an account deep down."""
-    _deep_validation(400, account)
+    _deep_validation(200, account)  # 400 frames: well within the recursion limit
     return "ok"
 
 
@@ -112,7 +112,7 @@ async def test_a_deep_recursions_stacktrace_is_bounded_and_keeps_its_ends(
 ) -> None:
     # Two functions calling each other are not folded by Python's "previous line repeated", so
     # the RecursionError's stack trace was ~80 KB on the tool's span; a ValidationError raised
-    # 400 calls deep (its text is content: recorded without it when content is not captured)
+    # 400 frames deep (its text is content: recorded without it when content is not captured)
     # made one as long through the content-free path.
     if capture:
         monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
