@@ -186,3 +186,25 @@ async def test_a_lone_surrogate_a_model_wrote_is_captured_as_its_escape(
     last_chat = [s for s in spans if s.name.startswith("chat")][-1]
     (output,) = json.loads(str(dict(last_chat.attributes or {})["gen_ai.output.messages"]))
     assert output["parts"] == [{"type": "text", "content": "done \ud83d"}]  # JSON's escape
+
+
+async def test_a_tools_description_on_its_span_is_bounded_and_encodable(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # gen_ai.tool.description is on every call's span: an MCP server's description of 10,000
+    # characters (a hostile one's of megabytes) was copied onto each, and one with a lone
+    # surrogate failed the exporter's encoding of the batch. The model is told all of it.
+    @tool(description="Look up. \ud83d" + "y" * 10_000)
+    def lookup() -> str:
+        return "found"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("lookup", {})]), "done"])
+    async with Runner(ReActAgent("r", model, tools=[lookup]), tracer_provider=provider) as runner:
+        await runner.invoke("go")
+    (span,) = _tool_spans(exporter)
+    described = str((span.attributes or {})["gen_ai.tool.description"])
+    assert described.startswith("Look up. \\ud83dyyy")
+    assert described.endswith("y...")
+    assert len(described) == 4096 + 3 + 5  # cut, then the surrogate written as 6 characters
+    assert _unencodable([span]) == []
+    assert "y" * 10_000 in model.requests[0].tools[0].description  # the model's is whole
