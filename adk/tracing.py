@@ -156,6 +156,9 @@ _OTHER_TOOL = "_OTHER"  # the tool duration metric's name for a tool the agent d
 # A name the model made up is shown, on its span's ``gen_ai.tool.name``, cut to this many
 # characters (MCP's own limit on a tool's name) with what cannot be printed escaped.
 _MAX_MADE_UP_NAME = 128
+# ``gen_ai.tool.description`` on a tool's spans is cut to this many characters (the model is told
+# the whole of it).
+_MAX_DESCRIPTION = 4096
 # An ``exception.stacktrace`` longer than this keeps its start and, mostly, its end (the frames
 # nearest the error and the exception's own line), with how much was left out between.
 _MAX_STACKTRACE = 16_384
@@ -281,14 +284,20 @@ def _server_of(base_url: object) -> tuple[str, int] | None:
 
 
 def _description_of(tool: Tool) -> str | None:
-    """``gen_ai.tool.description``: the description in the tool's spec (what the model was told).
-    A user's ``Tool`` may build its spec on every read; one that fails, or is not a ``ToolSpec``,
-    leaves the attribute out rather than fail the call it describes."""
+    """``gen_ai.tool.description``: the description in the tool's spec (what the model was told),
+    cut to ``_MAX_DESCRIPTION`` characters, each lone surrogate escaped (``_utf8``). A user's
+    ``Tool`` may build its spec on every read; one that fails, or is not a ``ToolSpec``, leaves
+    the attribute out rather than fail the call it describes."""
     try:
         description = tool.spec.description
     except Exception:
         return None
-    return description if isinstance(description, str) else None
+    if not isinstance(description, str):
+        return None
+    if len(description) > _MAX_DESCRIPTION:
+        # On every call's span: an MCP server's description of megabytes was copied onto each.
+        description = f"{description[:_MAX_DESCRIPTION]}..."
+    return _utf8(description)  # a server's lone surrogate: no exporter could write it
 
 
 _OTHER_PROVIDER = "_OTHER"
