@@ -508,7 +508,7 @@ class _RawHTTP(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if name == "bad_gateway":
-            page = PROXY_PAGE.encode()
+            page = self.server.page
             self.send_response(502)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(page)))
@@ -568,6 +568,7 @@ def raw_http() -> Iterator[Any]:
     server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _RawHTTP)
     server.cut_notification_answers = False
     server.reset_listings = server.reset_notifications = 0
+    server.page = PROXY_PAGE.encode()  # what ``bad_gateway`` is answered with
     server.gate, server.slow_came = threading.Event(), threading.Event()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -718,6 +719,61 @@ async def test_a_proxys_error_page_is_given_by_its_title_escaped_and_bounded(
     assert failed.is_error and "(HTTP 502 Bad Gateway: 502 Bad Gateway\\x1b[2J)" in failed.content
     assert "\x1b" not in failed.content and "<" not in failed.content, failed.content
     assert ok.content == "gate ran"
+
+
+_STYLE = "<style>body { font-family: Tahoma, Verdana, Arial, sans-serif; }</style>"
+
+
+@pytest.mark.parametrize(
+    ("page", "said"),
+    [
+        # Tags inside the title: the title's words, not its markup.
+        (
+            b"<html><head><title>502 <b>Bad</b>\n<i>Gateway</i></title></head></html>",
+            "502 Bad Gateway",
+        ),
+        # A title past 300 characters, a style sheet before it: the title, cut, not the CSS.
+        (
+            f"<html><head>{_STYLE}<title>{'T' * 400}</title></head><body>down</body></html>".encode(),
+            "T" * 300 + "...",
+        ),
+        # No title: the page's text, without its script or style sheet.
+        (
+            f"<html><head>{_STYLE}<script>if (a<b) {{ location.reload() }}</script></head>"
+            "<body><h1>Service <em>down</em></h1><p>Try later.</p></body></html>".encode(),
+            "Service down Try later.",
+        ),
+        # Not UTF-8: its bytes replaced, its markup left out as ever.
+        (b"<html><title>Erreur \xe9chou\xe9e</title></html>", "Erreur \ufffdchou\ufffde"),
+        # 64 KB of title tags never closed (read whole, every one of them was searched to the
+        # page's end for a ``>``: 0.9 s of the event loop's time for one answer) and of tags
+        # never closed: no title, no text.
+        (b"<title" * 10_900, ""),
+        (b"<html><title>" + b"<a" * 32_000, ""),
+    ],
+    ids=["nested_tags", "long_title", "no_title", "not_utf8", "unclosed_titles", "unclosed_tags"],
+)
+async def test_a_hostile_error_page_is_given_by_its_words_never_its_markup(
+    raw_http: Any, page: bytes, said: str
+) -> None:
+    """An HTML error page is given by its title's words (tags in it left out) or, with none, by
+    its text without its tags, scripts and style sheets; a page built to be costly to search is
+    searched once through. The title was taken as written, tags and all, up to 300 characters
+    (a longer one not at all: the page's text was given, a style sheet's rules first), and a
+    page without one gave its scripts' code."""
+    raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, False
+    raw_http.page = page
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    try:
+        async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+            tools = {tool.spec.name: tool for tool in await toolset.tools()}
+            failed = await tools["bad_gateway"].run("{}", None)  # type: ignore[arg-type]
+    finally:
+        raw_http.page = PROXY_PAGE.encode()
+    assert failed.is_error, failed
+    expected = f"(HTTP 502 Bad Gateway: {said})" if said else "(HTTP 502 Bad Gateway)"
+    assert expected in failed.content, failed.content
+    assert "<" not in failed.content and "{" not in failed.content, failed.content
 
 
 @pytest.mark.parametrize(
