@@ -704,6 +704,40 @@ async def test_a_notification_whose_http_exchange_fails_is_warned_about_and_the_
     assert f"MCP server '{url}'" in warning and "RemoteProtocolError" in warning
 
 
+async def test_a_cancellation_whose_http_exchange_fails_is_warned_about_by_name(
+    raw_http: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call given up on (its task cancelled) is cancelled by a ``notifications/cancelled``
+    POST; that POST's connection closed unanswered, the warning says a cancellation of that
+    request may not have arrived and that the server may go on running it. It said "a
+    notification or an answer of the client's" may not have arrived: a call left running on
+    the server, its caller told it ended, read as a lost log-level notice. The session goes on."""
+    raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, False
+    raw_http.gate.clear()
+    raw_http.slow_came.clear()
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    try:
+        with caplog.at_level(logging.WARNING, logger="adk.mcp"):
+            async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+                tools = {tool.spec.name: tool for tool in await toolset.tools()}
+                slow = asyncio.ensure_future(tools["slow"].run("{}", None))  # type: ignore[arg-type]
+                await asyncio.to_thread(raw_http.slow_came.wait, TIMEOUT)
+                raw_http.reset_notifications = 1
+                slow.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await slow
+                # Sent after the cancellation, by the same writer: its warning is out by then.
+                ran = await tools["gate"].run("{}", None)  # type: ignore[arg-type]
+                opened = toolset._session.connections_opened
+    finally:
+        raw_http.reset_notifications = 0
+    assert ran.content == "gate ran" and opened == 1
+    [warning] = [r.getMessage() for r in caplog.records if "may not have arrived" in r.getMessage()]
+    assert "sending the client's cancellation of its request " in warning, warning
+    assert "the server may go on running that request" in warning, warning
+    assert f"MCP server '{url}'" in warning and "RemoteProtocolError" in warning
+
+
 async def test_a_proxys_error_page_is_given_by_its_title_escaped_and_bounded(
     raw_http: Any,
 ) -> None:

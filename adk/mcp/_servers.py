@@ -424,6 +424,35 @@ _UNREACHED = (
 )
 
 
+def _unsent(request: httpx2.Request) -> tuple[str, str]:
+    """What ``request``, a POST of a notification or an answer of the client's whose exchange
+    failed, sent, and what follows if it did not arrive, for a warning: a lost cancellation
+    leaves the server running the request it cancels (a call the client reported ended), a
+    lost answer leaves the server's request waiting."""
+    from ._hooks import _loggable
+
+    try:
+        sent = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        sent = None
+    if not isinstance(sent, dict):
+        return "a notification or an answer of the client's", ""
+    method, params = sent.get("method"), sent.get("params")
+    if method == "notifications/cancelled" and isinstance(params, dict):
+        cancelled = _loggable(json.dumps(params.get("requestId"))[:100])
+        return (
+            f"the client's cancellation of its request {cancelled}",
+            ": the server may go on running that request (a call the client gave up on)",
+        )
+    if isinstance(method, str):
+        return f"the client's notification {_loggable(method[:100])}", ""
+    answered = _loggable(json.dumps(sent.get("id"))[:100])
+    return (
+        f"the client's answer to the server's request {answered}",
+        ": the server's request may wait on for it",
+    )
+
+
 class _RefusalWatch(httpx2.AsyncBaseTransport):
     """An HTTP transport that notes, in the caller's ``_Delivery``, a first request that provably
     reached no tool: its connection could not be opened (refused, timed out, TLS handshake
@@ -481,11 +510,14 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
             asked = None
         request_id = asked.get("id") if isinstance(asked, dict) else None
         if type(request_id) not in (int, str):
+            sent, then = _unsent(request)
             logger.warning(
-                "MCP server '%s': an HTTP request sending a notification or an answer of the "
-                "client's failed (%s): it may not have arrived; the session goes on",
+                "MCP server '%s': an HTTP request sending %s failed (%s): it may not have "
+                "arrived%s; the session goes on",
                 self._shown,
+                sent,
                 why,
+                then,
             )
             return httpx2.Response(202, request=request)
         delivery = _current_delivery.get()
