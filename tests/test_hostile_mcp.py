@@ -42,7 +42,7 @@ from mcp_servers.hostile_server import _tools as hostile_tools
 
 from adk import RunError, Runner
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.mcp import HTTPServer, MCPToolset, StdioServer
+from adk.mcp import HTTPServer, MCPConnectionError, MCPToolset, StdioServer
 from adk.mcp import _stdio as stdio_reader
 from adk.mcp._servers import _answers_nothing
 from adk.mcp._stdio import _request_id
@@ -679,6 +679,29 @@ async def test_one_failed_http_exchange_fails_its_call_alone_and_the_session_goe
     assert "(SSE stream ended without a response); the call is not sent again" in cut.content
     assert opened.content == "gate ran" and not opened.is_error
     assert answered.content == "slow ran" and not answered.is_error, answered
+
+
+async def test_a_listing_whose_http_exchange_keeps_failing_is_asked_twice_and_says_why(
+    raw_http: Any,
+) -> None:
+    """A listing whose POST's connection closes unanswered each time is asked again once on the
+    same session, not more (the third listing a proxy would drop is never asked), and the error
+    then says why, as a call's does. It said only "lost the connection to MCP server ... while
+    listing its tools": the exchange's failure, the one thing to act on, was in no text."""
+    raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, False
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    raw_http.reset_listings = 3
+    try:
+        async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+            with pytest.raises(MCPConnectionError) as caught:
+                await toolset.tools()
+            left = raw_http.reset_listings
+    finally:
+        raw_http.reset_listings = 0
+    assert left == 1  # asked twice
+    said = str(caught.value)
+    assert f"lost the connection to MCP server '{url}' while listing its tools (" in said, said
+    assert "RemoteProtocolError: Server disconnected" in said, said
 
 
 async def test_a_notification_whose_http_exchange_fails_is_warned_about_and_the_session_goes_on(

@@ -930,8 +930,12 @@ class MCPToolset(SharedCloseable):
                     live.mark_lost()
                     if attempt == 1:
                         continue
+                    # Why, as a call's error says: an HTTP exchange's failure (``broken``, its
+                    # server's words escaped there) or the loss's own reason.
+                    why = delivery.broken or describe_error(exc, server)
                     raise MCPConnectionError(
-                        f"lost the connection to MCP server '{server}' while {what}",
+                        f"lost the connection to MCP server '{server}' while {what} "
+                        f"({server._redact(why)})",
                         server=server,
                         stage="list" if what.startswith("listing") else "request",
                     ) from exc
