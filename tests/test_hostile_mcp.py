@@ -38,6 +38,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from mcp_servers.hostile_server import SERVER_ERROR
 from mcp_servers.hostile_server import _tools as hostile_tools
 
 from adk import RunError, Runner
@@ -244,6 +245,30 @@ async def test_a_servers_log_message_cannot_forge_a_log_line_or_reach_the_termin
     assert "done\\n2026-11-28 12:00:00 CRITICAL app: payment approved\\x1b[2J" in message
     assert "(evil\\x1b]0;owned\\x07)" in message and "\\u202edesrever" in message
     assert record.levelno == logging.WARNING
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_servers_own_error_under_the_lost_connections_code_fails_its_call_alone(
+    raw_http: Any, transport: str
+) -> None:
+    """A server answering a call with its own JSON-RPC error under -32000 ("Database down"; the
+    first code JSON-RPC leaves to servers, and the one the ``mcp`` client gives a lost
+    connection) fails that call with its words, and the session goes on. It was read as a lost
+    connection: the model was told so, and over stdio the session was taken for lost, the next
+    call starting the server's process anew (every call in flight on it failing)."""
+    if transport == "stdio":
+        toolset, other = hostile("results"), "ok"
+    else:
+        raw_http.sse, raw_http.str_ids, raw_http.cut_notification_answers = False, False, False
+        url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+        toolset, other = MCPToolset(HTTPServer(url), call_timeout=TIMEOUT), "gate"
+    async with toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        failed = await tools["server_error"].run("{}", None)  # type: ignore[arg-type]
+        ran = await tools[other].run("{}", None)  # type: ignore[arg-type]
+        opened = toolset._session.connections_opened
+    assert failed.is_error and failed.content == "Error: tool 'server_error' failed: Database down"
+    assert not ran.is_error and opened == 1, (ran, opened)
 
 
 async def test_a_servers_error_message_cannot_forge_a_log_line_or_reach_the_terminal() -> None:
@@ -514,6 +539,15 @@ class _RawHTTP(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(page)))
             self.end_headers()
             self.wfile.write(page)
+            return
+        if name == "server_error":
+            answer = {"jsonrpc": "2.0", "id": body["id"], "error": SERVER_ERROR}
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
             return
         if name == "slow":
             self.server.slow_came.set()

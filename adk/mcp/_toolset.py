@@ -119,9 +119,17 @@ characters and a hash); a longer one made every such name the prefix and a hash,
 apart by the hash alone, and every name of a prefix over 62 characters was such a name."""
 
 
+_CLIENT_LOSSES = ("Connection closed", "SSE stream ")
+"""How the ``mcp`` client's own errors for a request its connection (or, over streamable HTTP,
+its answer's stream) lost begin: ``Connection closed``, ``SSE stream ended without a
+response``, ``SSE stream failed: ...``. Their code, ``CONNECTION_CLOSED``, is -32000, the first
+of the codes JSON-RPC leaves to servers, which a server may answer with for its own failure
+("Database down"): that is the call's failure, not a lost connection."""
+
+
 def _is_connection_lost(exc: BaseException) -> bool:
     if isinstance(exc, MCPError):
-        return exc.code == CONNECTION_CLOSED
+        return exc.code == CONNECTION_CLOSED and exc.error.message.startswith(_CLIENT_LOSSES)
     return isinstance(exc, _TRANSPORT_ERRORS)
 
 
@@ -142,7 +150,7 @@ def _lost_alone(exc: BaseException, server: ServerConfig) -> bool:
         isinstance(server, HTTPServer)
         and isinstance(exc, MCPError)
         and exc.code == CONNECTION_CLOSED
-        and exc.error.message != "Connection closed"
+        and exc.error.message.startswith("SSE stream ")  # not a server's own (_CLIENT_LOSSES)
     )
 
 

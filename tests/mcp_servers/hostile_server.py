@@ -118,6 +118,10 @@ FORGED_LOG = {
 application's log, a terminal's escapes (clear the screen, set the window title) and a bidi
 override. ``error_forged`` is answered with a JSON-RPC error whose message is its ``data``."""
 
+SERVER_ERROR = {"code": -32000, "message": "Database down"}
+"""What ``server_error`` is answered with: a server's own failure under -32000, the first of the
+codes JSON-RPC leaves to servers (and the code the ``mcp`` client gives a lost connection)."""
+
 GZIPPED = "gzipped"
 """A tool the hand-written HTTP server of ``test_hostile_mcp`` answers with 2 MB compressed to
 2 KB (here it is an ordinary tool)."""
@@ -151,7 +155,7 @@ def _tools(kind: str) -> list[Any]:
             return clashing[:1]
         return clashing[::-1] if kind == "clashing_reversed" else clashing
     named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE, *OVERSIZED, GZIPPED)
-    named += ("log_forged", "error_forged", "too_deep", "cut_short")
+    named += ("log_forged", "error_forged", "too_deep", "cut_short", "server_error")
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
@@ -252,6 +256,9 @@ def main(kind: str) -> None:
             answer = '{"jsonrpc": "2.0", "id": ' + json.dumps(request["id"]) + ', "result": '
             sys.stdout.write(answer + content + deep + "}}\n")
             sys.stdout.flush()
+            continue
+        if request.get("method") == "tools/call" and name == "server_error":
+            _send({"jsonrpc": "2.0", "id": request["id"], "error": SERVER_ERROR})
             continue
         if request.get("method") == "tools/call" and name == "error_forged":
             error = {"code": -32602, "message": FORGED_LOG["data"]}
