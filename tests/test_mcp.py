@@ -612,6 +612,86 @@ async def test_hanging_call_times_out_and_the_server_is_told(
         assert after.structured["started"] == before["started"] + 1
 
 
+@contextlib.asynccontextmanager
+async def _dropping_proxy(port: int, trigger: bytes) -> AsyncIterator[int]:
+    """A TCP proxy to ``port`` on a port of its own, which drops (aborts, both ways) the one
+    connection whose request holds ``trigger`` once it has passed that request on, as a proxy
+    or a load balancer dropping one connection does; yields its port."""
+    dropped = False
+
+    async def pump(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, watched: bool
+    ) -> bool:
+        """Pass bytes on until the end; True once ``trigger`` was passed on (``watched``)."""
+        seen = b""
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+            seen = (seen + data)[-65536:]
+            if watched and trigger in seen:
+                return True
+        return False
+
+    handlers: set[asyncio.Task[None]] = set()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        nonlocal dropped
+        handler = asyncio.current_task()
+        assert handler is not None
+        handlers.add(handler)
+        writers.append(client_w)
+        server_r, server_w = await asyncio.open_connection("127.0.0.1", port)
+        writers.append(server_w)
+        down = asyncio.ensure_future(pump(server_r, client_w, False))
+        try:
+            if await pump(client_r, server_w, True) and not dropped:
+                dropped = True
+                client_w.transport.abort()
+                server_w.transport.abort()
+            await down
+        except OSError:
+            pass
+        finally:
+            down.cancel()
+            client_w.transport.abort()
+            server_w.transport.abort()
+
+    listening = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield listening.sockets[0].getsockname()[1]
+    finally:
+        listening.close()
+        for writer in writers:  # every connection ends: each handler sees its end and returns
+            writer.transport.abort()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        await listening.wait_closed()
+
+
+async def test_a_call_whose_connection_a_proxy_drops_fails_alone_and_the_server_lets_it_go(
+    http_process: HTTPServerProcess,
+) -> None:
+    """The real server behind a proxy that drops the connection of one call (``hang``) after
+    passing it on: the call fails alone, saying it may have run and is not sent again; the
+    server, which started it, ends it (its session's state after the half exchange is sound);
+    and the same session serves the next calls."""
+    async with (
+        _dropping_proxy(http_process.port, b'"name":"hang"') as port,
+        MCPToolset(HTTPServer(f"http://127.0.0.1:{port}/mcp"), call_timeout=15) as toolset,
+    ):
+        before = (await call(toolset, "hang_stats")).structured
+        result = await call(toolset, "hang")
+        assert result.is_error and "was lost while tool 'hang' was running" in result.content
+        assert "the call is not sent again, as the tool may have run" in result.content
+        after = await eventually(
+            lambda: call(toolset, "hang_stats"),
+            lambda r: r.structured["cancelled"] == before["cancelled"] + 1,
+        )
+        assert after.structured["started"] == before["started"] + 1
+        assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
+        assert toolset._session.connections_opened == 1
+
+
 @pytest.mark.parametrize("legacy", [False, True])
 async def test_a_call_over_http_is_bounded_by_call_timeout_alone(
     legacy: bool, http_process: HTTPServerProcess, monkeypatch: pytest.MonkeyPatch
