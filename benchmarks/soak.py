@@ -285,6 +285,20 @@ def _clerk_says(messages: list[adk.Message]) -> Any:
     return _call("add", {"a": 1, "b": 2})
 
 
+async def _cancelled_inside_a_tool(runner: Runner) -> None:
+    """A request's task cancelled while the clerk's ``stuck`` tool runs. Waited for with
+    ``asyncio.wait``, not ``suppress(CancelledError)`` around an ``await``: that swallowed the
+    soak's own cancellation (Ctrl-C, which ``asyncio.run`` turns into one) as well, whenever it
+    came while the request unwound, and the soak ran on to its end."""
+    task = asyncio.ensure_future(runner.invoke("stuck"))
+    for _ in range(20):  # into the tool
+        await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.result()  # a run that ended otherwise: its answer, or what it raised
+
+
 class _HTTPServer:
     """tests/mcp_servers/http_server.py as a process, started again on its port after a kill."""
 
@@ -472,12 +486,7 @@ async def _mixed(
         async for _ in events:
             break
         await events.aclose()
-        task = asyncio.ensure_future(clerk_runner.invoke("stuck"))
-        for _ in range(20):  # into the tool
-            await asyncio.sleep(0)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _cancelled_inside_a_tool(clerk_runner)
         records = [{"user": f"u{done}-{k % 3}", "amount": k} for k in range(6)]
         assert len(await keyed.from_list(records, key="user").apply(totals).to_list()) == 6
         exporter.clear()

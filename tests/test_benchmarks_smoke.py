@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import adk
 import benchmarks.__main__ as suite
 from benchmarks import _callgrind, checkpoints
 from benchmarks._callgrind import InstructionCount
@@ -303,6 +304,42 @@ def test_the_soak_reports_growth_per_store_and_tracing_setting(tmp_path: Path) -
     for row in rows:
         assert row["runs"] == 50 and row["fd_growth"] == 0 and row["tasks_left"] == 0
         assert isinstance(row["tracemalloc_growth_kib"], float)
+
+
+async def test_the_mixed_soak_passes_its_own_cancellation_through_a_cut_off_run() -> None:
+    """Ctrl-C stops ``soak --mixed``: ``asyncio.run`` cancels its task, which, every iteration,
+    waits for a request it cancelled inside a tool to unwind. That wait swallowed the soak's own
+    cancellation too (``suppress(CancelledError)`` around the ``await``): a Ctrl-C that came
+    then was lost, the soak going on (with its task's cancellation count left at 1)."""
+    from adk import Runner
+    from adk.testing import ScriptedModel
+    from benchmarks import soak
+    from prebuilt import ReActAgent
+
+    unwinding, unwind = asyncio.Event(), asyncio.Event()
+
+    @adk.tool
+    async def stuck(x: int) -> int:
+        """Never returns; cancelled, it unwinds when the test says."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            unwinding.set()
+            await unwind.wait()
+        return x
+
+    clerk = ReActAgent("clerk", ScriptedModel(soak._clerk_says, record=False), tools=[stuck])
+    async with Runner(clerk) as runner:
+        cutting = asyncio.ensure_future(soak._cancelled_inside_a_tool(runner))
+        # Until the soak has cancelled the request in the tool, and waits for it to unwind.
+        unwound = asyncio.ensure_future(unwinding.wait())
+        await asyncio.wait([cutting, unwound], return_when=asyncio.FIRST_COMPLETED)
+        unwound.cancel()
+        assert unwinding.is_set() and not cutting.done()
+        cutting.cancel()  # Ctrl-C
+        unwind.set()
+        with pytest.raises(asyncio.CancelledError):
+            await cutting
 
 
 def test_the_gc_warm_up_of_a_gather_waits_for_no_cycle_with_the_collector_off() -> None:
