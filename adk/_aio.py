@@ -80,6 +80,11 @@ def run_started() -> _Baseline | None:
     if task is None:
         return None
     count = task.cancelling()
+    if count and getattr(task, "_must_cancel", False):
+        # Requested in this very step and not delivered yet (asyncio.run's SIGINT handler
+        # cancels the main task from a signal handler, mid-step): it reaches the run at its
+        # first await, so it is the run's, not one from before it that a cleanup caught.
+        count -= 1
     outer = _baseline.get()
     while outer is not None and not outer.live:  # one left by a generator closed elsewhere
         outer = outer.outer

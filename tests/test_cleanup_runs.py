@@ -436,3 +436,36 @@ async def test_a_run_read_on_after_its_cleanup_gave_up_the_cancellation_is_still
     with pytest.raises(asyncio.CancelledError):
         await task
     assert [event.error for event in read] == [None]
+
+
+@pytest.mark.parametrize("how", ["invoke", "run"])
+async def test_a_cancellation_requested_but_not_yet_delivered_when_a_run_starts_is_the_runs(
+    how: str,
+) -> None:
+    """Ctrl-C under ``asyncio.run`` cancels the main task from a signal handler, in the middle of
+    whatever step the task is taking: a run started later in that step found the count at 1 and
+    took the cancellation for one from before it (a cleanup's), though it had not been delivered.
+    Delivered inside the run, it went to the tool the run waited for: the run went on and
+    answered, the caller's cancellation lost (or, in an MCP listing, came out as a RunError of
+    a CancelledError), and Ctrl-C did not stop the program."""
+
+    @tool
+    async def step() -> str:
+        """Suspends once."""
+        await asyncio.sleep(0)
+        return "stepped"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("step", {})]), "answered"])
+    runner = Runner(ReActAgent("agent", model, tools=[step]))
+
+    async def request() -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # as asyncio.run's SIGINT handler does, mid-step
+        if how == "invoke":
+            return (await runner.invoke("go")).text
+        return [event async for event in runner.run("go")]
+
+    outcome = asyncio.ensure_future(request())
+    await asyncio.wait([outcome])
+    assert outcome.cancelled(), outcome.result()
