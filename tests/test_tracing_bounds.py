@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import BaseModel
 from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
-from adk import Runner
+from adk import Runner, RunError
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tools import tool
 from adk.tracing import CAPTURE_CONTENT_ENV
@@ -208,3 +208,45 @@ async def test_a_tools_description_on_its_span_is_bounded_and_encodable(
     assert len(described) == 4096 + 3 + 5  # cut, then the surrogate written as 6 characters
     assert _unencodable([span]) == []
     assert "y" * 10_000 in model.requests[0].tools[0].description  # the model's is whole
+
+
+async def test_an_error_quoting_a_lone_surrogate_is_recorded_encodable(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # A failure whose text quotes what a model wrote (a provider's 400 echoing the request, a
+    # half emoji in it): the text went, as it came, into the chat and agent spans' status
+    # descriptions and their exception events' message and stack trace, where a lone surrogate
+    # failed the exporter's encoding of the whole batch. Content capture is off: such an
+    # error's text is not taken for content, it is shown.
+    model = ScriptedModel([ValueError("bad request: 'go \ud83d'")])
+    async with Runner(ReActAgent("r", model), tracer_provider=provider) as runner:
+        with pytest.raises(RunError):
+            await runner.invoke("go")
+    spans = exporter.get_finished_spans()
+    assert _unencodable(spans) == []
+    failed = [s for s in spans if s.status.description]
+    assert {s.name.split()[0] for s in failed} == {"chat", "invoke_agent"}
+    for span in failed:
+        assert "bad request: 'go \\ud83d'" in str(span.status.description)
+        recorded = _exception_of(span)
+        assert recorded["exception.message"] == "bad request: 'go \\ud83d'"
+        assert str(recorded["exception.stacktrace"]).endswith(
+            "ValueError: bad request: 'go \\ud83d'\n"
+        )
+
+
+async def test_a_records_str_key_with_a_lone_surrogate_is_an_encodable_attribute(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # adk.record.key is the record's key as it came (a str key from an event source: a half
+    # emoji cut in two), on the record's root span, where a lone surrogate failed the
+    # exporter's encoding of the whole batch.
+    from adk.execution import LocalExecutionEnvironment
+
+    env = LocalExecutionEnvironment(tracer_provider=provider)
+    agent = ReActAgent("keyed", ScriptedModel(["done"]))
+    outputs = await env.from_list([{"k": "user\ud83d", "text": "hi"}], key="k").apply(agent).to_list()
+    assert [o.key for o in outputs] == ["user\ud83d"]  # the key itself is as it came
+    assert _unencodable(exporter.get_finished_spans()) == []
+    (root,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent keyed"]
+    assert (root.attributes or {})["adk.record.key"] == "user\\ud83d"
