@@ -659,9 +659,9 @@ class _GenAITracing:
                     source = failed_by  # a child's, seen as it passed: the one it failed with
                 if isinstance(source, Exception):
                     shown = _content_free(source)
-            span.set_status(
-                Status(StatusCode.ERROR, str(error) if shown is None else f"{error.type}: {shown}")
-            )
+            # ``_utf8``: an error's text may quote what a model wrote (a lone surrogate).
+            described = _utf8(str(error)) if shown is None else f"{error.type}: {shown}"
+            span.set_status(Status(StatusCode.ERROR, described))
             span.set_attribute(_ERROR_TYPE, error.type)
             if exception is not None:
                 _record_exception(span, exception, shown)
@@ -1286,7 +1286,7 @@ def _fail(span: Span, exc: BaseException, capture: bool = True) -> str | None:
     error_type = _error_type(exc)
     shown = None if capture else _content_free(exc)
     if shown is None:
-        span.set_status(Status(StatusCode.ERROR, str(exc) or error_type))
+        span.set_status(Status(StatusCode.ERROR, _utf8(str(exc)) or error_type))
         span.set_attribute(_ERROR_TYPE, error_type)
         _record_exception(span, exc, None)
         return error_type
@@ -1326,10 +1326,15 @@ def _record_exception(span: Span, exc: BaseException, shown: str | None) -> None
         return
     if shown is None:
         stacktrace = "".join(traceback.format_exception(exc))
-        if len(stacktrace) <= _MAX_STACKTRACE:
+        written = _utf8(stacktrace)  # a message quoting a model's lone surrogate: no UTF-8
+        if written is stacktrace and len(stacktrace) <= _MAX_STACKTRACE:
             span.record_exception(exc)
         else:
-            span.record_exception(exc, {"exception.stacktrace": _bounded(stacktrace)})
+            # The SDK's own attributes, overridden: its message is ``str(exc)`` as it is.
+            span.record_exception(
+                exc,
+                {"exception.message": _utf8(str(exc)), "exception.stacktrace": _bounded(written)},
+            )
         return
     where = "".join(traceback.format_tb(exc.__traceback__))
     kind = type(exc)

@@ -582,7 +582,8 @@ def _record_attributes(key: Hashable, index: int) -> dict[str, Any]:
     """The span attributes naming a record: ``adk.record.index``, and ``adk.record.key`` as a
     trace backend can search it — a ``str``, ``bool``, ``float`` or 64-bit ``int`` key as it is
     (OpenTelemetry's attribute types; OTLP has no wider integer), any other as its ``str`` (a
-    tuple ``("acme", 42)`` as ``"('acme', 42)"``), or none when that fails."""
+    tuple ``("acme", 42)`` as ``"('acme', 42)"``), or none when that fails; a lone surrogate in
+    the text (half an emoji cut in two), which has no UTF-8 form, as its escape ``\\ud83d``."""
     attributes: dict[str, Any] = {_RECORD_INDEX: index}
     kind = type(key)
     if kind is str or kind is bool or kind is float:
@@ -594,6 +595,11 @@ def _record_attributes(key: Hashable, index: int) -> dict[str, Any]:
             value = str(key)
         except Exception:  # a key type whose ``__str__`` fails: the span goes without
             return attributes
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:  # a lone surrogate: no exporter could write it, nor the batch
+            value = value.encode("utf-8", "backslashreplace").decode()
     attributes[_RECORD_KEY] = value
     return attributes
 
