@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import BaseModel
 from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
-from adk import Runner, RunError
+from adk import RunError, Runner
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tools import tool
 from adk.tracing import CAPTURE_CONTENT_ENV
@@ -245,7 +245,9 @@ async def test_a_records_str_key_with_a_lone_surrogate_is_an_encodable_attribute
 
     env = LocalExecutionEnvironment(tracer_provider=provider)
     agent = ReActAgent("keyed", ScriptedModel(["done"]))
-    outputs = await env.from_list([{"k": "user\ud83d", "text": "hi"}], key="k").apply(agent).to_list()
+    outputs = (
+        await env.from_list([{"k": "user\ud83d", "text": "hi"}], key="k").apply(agent).to_list()
+    )
     assert [o.key for o in outputs] == ["user\ud83d"]  # the key itself is as it came
     assert _unencodable(exporter.get_finished_spans()) == []
     (root,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent keyed"]
