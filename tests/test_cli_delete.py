@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import sqlite3
 import threading
@@ -161,6 +163,40 @@ def test_delete_asks_on_a_terminal_and_refuses_without_yes_elsewhere(
     assert cli.main(["checkpoint", "delete", "c-1", "--sqlite", str(paused)]) == 2
     assert "stdin is not a terminal to ask on: add --yes" in capsys.readouterr().err
     assert _ids(paused) == {"c-1", "c-2"}
+
+
+class _Interrupted(_Terminal):
+    """A terminal whose operator presses Ctrl-C at the question (SIGINT to the process, as the
+    terminal sends it), then, if the question is still waiting, answers ``y``: a ``readline``
+    that SIGINT does not end is retried by Python (PEP 475) and reads on."""
+
+    read_on = False
+
+    def readline(self) -> str:
+        os.kill(os.getpid(), signal.SIGINT)
+        self.read_on = True  # not reached when Ctrl-C ends the question
+        return "y\n"
+
+
+@pytest.mark.parametrize("target", [["c-1"], ["--older-than", "0s"]])
+def test_ctrl_c_at_the_question_ends_it(
+    paused: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    target: list[str],
+) -> None:
+    """Ctrl-C at the question ends the command, nothing deleted: asyncio.run's handler of
+    SIGINT only cancelled the task, which could not run while the loop waited in the question's
+    readline, so the question went on waiting (the operator's Ctrl-C did nothing) and a ``y``
+    typed next was read."""
+    terminal = _Interrupted("y\n")
+    monkeypatch.setattr("sys.stdin", terminal)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["checkpoint", "delete", *target, "--sqlite", str(paused)])
+    assert not terminal.read_on
+    assert "[y/N] " in capsys.readouterr().err
+    assert _ids(paused) == {"c-1", "c-2"}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # as it was
 
 
 @pytest.mark.parametrize(
