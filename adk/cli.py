@@ -21,8 +21,9 @@ import re
 import signal
 import socket
 import sys
+import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, cast
 
 from . import __version__, checkpoint
@@ -398,10 +399,27 @@ def _when(seconds: float) -> str:
 
 
 def _confirmed(question: str) -> bool:
-    """Ask ``question`` on the terminal (stderr: stdout carries JSON); yes only for y or yes."""
+    """Ask ``question`` on the terminal (stderr: stdout carries JSON); yes only for y or yes.
+    Ctrl-C ends the question (``KeyboardInterrupt``, nothing deleted; see ``_interruptible``)."""
     print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline()
+    with _interruptible():
+        answer = sys.stdin.readline()
     return answer.strip().lower() in ("y", "yes")
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C raises ``KeyboardInterrupt`` here, in the main thread's blocking read: asyncio.run's
+    handler of SIGINT only cancels its task, which cannot run while the loop waits in the read
+    (retried after the signal, PEP 475), so the question went on waiting and read the answer
+    typed next. Python's own handler is put back for the read, and asyncio's after it."""
+    replaced = threading.current_thread() is threading.main_thread()  # only there it can be
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if replaced else None
+    try:
+        yield
+    finally:
+        if replaced:  # None: a handler not set from Python (an embedding's)
+            signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 _CLI_BATCH = 256
