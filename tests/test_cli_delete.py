@@ -273,6 +273,21 @@ def test_list_and_delete_older_than(
     assert _ids(path) == {"b", "junk"}
 
 
+def test_an_older_than_before_any_calendar_date_says_its_cutoff(
+    paused: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A duration so long its cutoff has no calendar date (before year 1, past the platform's
+    time_t): no run paused that long ago, and the counts say so. Saying the cutoff failed with
+    an OverflowError's traceback (exit 1) from the counts' message."""
+    where = ["--sqlite", str(paused), "--older-than", "9999999999999999d", "--yes"]
+    assert cli.main(["checkpoint", "delete", *where]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("pyadk: deleted 0 checkpoints of runs paused before -")
+    assert "s from 1970-01-01 UTC; left 0 a resume holds" in captured.err
+    assert _ids(paused) == {"c-1", "c-2"}
+
+
 def test_an_error_names_the_checkpoint_it_was_about(
     paused: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
