@@ -395,7 +395,13 @@ def _described(checkpoint_id: str, data: bytes) -> str:
 
 
 def _when(seconds: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+    """``seconds`` since the epoch as a UTC date, or as seconds where the platform has no date
+    for them (a cutoff ``--older-than`` a very long time: before year 1, or before 1970 on
+    Windows)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+    except (OverflowError, OSError, ValueError):
+        return f"{seconds:.0f} s from 1970-01-01 UTC"
 
 
 def _confirmed(question: str) -> bool:
