@@ -304,6 +304,40 @@ def test_an_error_names_the_checkpoint_it_was_about(
     assert _ids(paused) == {"c-1", "c-2"}
 
 
+def test_the_deletes_claim_outlasts_its_slowest_store_operation(
+    paused: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's claim lasted a store's 30 s (``claim_ttl``) however long ``--timeout`` let
+    each operation take: a compare-and-delete waiting 31 s for another process's write lock
+    (within SQLite's ``busy_timeout``, the timeout) found its claim lapsed, and a resume that
+    claimed meanwhile and started the run had the checkpoint deleted under it (its bytes
+    unchanged). The clock is moved on, not waited for."""
+    from adk.checkpoint import sqlite as sqlite_module
+    from adk.checkpoint.sqlite import _ExistingSQLiteStore
+
+    clock = sqlite_module._now
+    skew = [0.0]
+    monkeypatch.setattr(sqlite_module, "_now", lambda: clock() + skew[0])
+    resumed: list[bool] = []
+    delete_if = _ExistingSQLiteStore._delete_if
+
+    async def slow(self: _ExistingSQLiteStore, id: str, old: bytes) -> bool:
+        skew[0] = 31.0  # the write lock waited for
+
+        async def resume_claims() -> bool:
+            async with SQLiteCheckpointStore(paused) as store:
+                return await store.claim(id, "worker-7")
+
+        resumed.append(await asyncio.to_thread(asyncio.run, resume_claims()))
+        return await delete_if(self, id, old)
+
+    monkeypatch.setattr(_ExistingSQLiteStore, "_delete_if", slow)
+    where = ["--sqlite", str(paused), "--timeout", "60", "--yes"]
+    assert cli.main(["checkpoint", "delete", "c-1", *where]) == 0
+    assert resumed == [False]  # refused: the command's claim still held
+    assert _ids(paused) == {"c-2"}
+
+
 @pytest.fixture(scope="module")
 def silent_port() -> Iterator[int]:
     """A port whose listener never answers (connections queue in its backlog): a hung server."""
