@@ -62,8 +62,13 @@ def _store(args: argparse.Namespace) -> CheckpointStore:
         raise ValueError("--key-prefix is the Redis store's key prefix: use it with --redis")
     writes = args.action == "delete"
     if args.sqlite is not None:
-        kind = _ExistingSQLiteStore if writes else _ReadOnlySQLiteStore
-        store = kind(args.sqlite, busy_timeout=args.timeout or _SQLITE_WAIT)
+        wait = args.timeout or _SQLITE_WAIT
+        if writes:
+            store: _ExistingSQLiteStore | _ReadOnlySQLiteStore = _ExistingSQLiteStore(
+                args.sqlite, busy_timeout=wait, claim_ttl=_claim_ttl(wait)
+            )
+        else:
+            store = _ReadOnlySQLiteStore(args.sqlite, busy_timeout=wait)
         if store.path != ":memory:" and not os.path.isfile(store.path):
             raise FileNotFoundError(f"no SQLite checkpoint file at {store.path}")
         return store
@@ -71,13 +76,38 @@ def _store(args: argparse.Namespace) -> CheckpointStore:
     # The Redis and PostgreSQL stores' modules import their clients: loaded only when named.
     if args.redis is not None:
         prefix = {} if args.key_prefix is None else {"prefix": args.key_prefix}
-        return checkpoint.RedisCheckpointStore(args.redis, timeout=timeout, **prefix)
+        return checkpoint.RedisCheckpointStore(
+            args.redis, timeout=timeout, claim_ttl=_claim_ttl(timeout), **prefix
+        )
     # The public name first: without asyncpg it says which extra to install, as Redis's does.
     checkpoint.PostgresCheckpointStore  # noqa: B018
     from .checkpoint.postgres import _ExistingPostgresStore, _ReadOnlyPostgresStore
 
     kind_pg = _ExistingPostgresStore if writes else _ReadOnlyPostgresStore
-    return kind_pg(args.postgres, args.table or "pyadk_checkpoints", timeout=timeout)
+    return kind_pg(
+        args.postgres,
+        args.table or "pyadk_checkpoints",
+        timeout=timeout,
+        claim_ttl=_claim_ttl(timeout),
+    )
+
+
+def _claim_ttl(timeout: float) -> float:
+    """How long the delete's claim lasts: a store's 30 s and the time the operations made under
+    it may take (reading the checkpoint again, the compare-and-delete; each within ``timeout``,
+    twice that for PostgreSQL's wait for a pooled connection and then the statement). Not
+    renewed (SQLite's renewal would wait behind the statement it is to outlast): lasting less,
+    a slow compare-and-delete found it lapsed and deleted what a resume had claimed meanwhile.
+    A command killed holding it (kill -9) refuses resumes that long; Ctrl-C releases it. At
+    most ``_LONGEST_CLAIM``: Redis and PostgreSQL refuse an expiry past their range (a
+    ``--timeout 1e300``'s), where the claim failed."""
+    return min(_CLAIM_TTL + 4 * timeout, _LONGEST_CLAIM)
+
+
+_CLAIM_TTL = 30.0
+"""The stores' own ``claim_ttl``."""
+_LONGEST_CLAIM = 1e9
+"""About 31 years: longer than any operation waits, within every store's range of expiries."""
 
 
 _SQLITE_WAIT = 30.0

@@ -384,6 +384,10 @@ async def test_delete_from_redis_under_a_claim(
     async with RedisCheckpointStore(redis_server.url, prefix=prefix) as store:
         assert [id async for id in store.ids()] == ["c-2"]
         assert await store.claim("c-1", "another")  # the command's own claim was released
+        await _pause(store, "c-4")
+    # The claim lasts as long as the operations may take, within what Redis takes as an expiry.
+    huge = ["checkpoint", "delete", "c-4", *where, "--timeout", "1e300"]
+    assert await asyncio.to_thread(cli.main, huge) == 0
 
 
 async def test_delete_from_postgres_creates_nothing_and_deletes_under_a_claim(
