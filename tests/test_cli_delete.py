@@ -429,6 +429,29 @@ async def test_delete_from_postgres_creates_nothing_and_deletes_under_a_claim(
         assert [id async for id in store.ids()] == ["c-2"]
         assert await store.claim("c-1", "another")  # released
 
+    # A role that may delete checkpoints but not create tables, the claims table missing: the
+    # error says which table is missing, not only "get of checkpoint 'c-2' failed: permission
+    # denied for schema public" (it may read; it is the claims table it may not make).
+    role = f"op_{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("DROP TABLE pyadk_checkpoints_claims")
+        await conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        await conn.execute(f"CREATE ROLE {role} LOGIN")
+        await conn.execute(f"GRANT SELECT, DELETE ON pyadk_checkpoints TO {role}")
+        user = dsn.split("://", 1)[1].split("@", 1)[0]
+        as_role = dsn.replace(f"://{user}@", f"://{role}@", 1)
+        argv = ["checkpoint", "delete", "c-2", "--postgres", as_role, "--yes"]
+        assert await asyncio.to_thread(cli.main, argv) == 1
+        err = capsys.readouterr().err
+        assert '"pyadk_checkpoints_claims"' in err and "permission denied" in err
+        assert "create" in err and "Traceback" not in err
+        assert await tables() == {"pyadk_checkpoints"}
+    finally:
+        await conn.execute(f"DROP OWNED BY {role}")
+        await conn.execute(f"DROP ROLE {role}")
+        await conn.close()
+
 
 def test_list_reads_many_checkpoints_a_round_trip(
     paused: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
