@@ -607,9 +607,18 @@ class _Setup:
         await conn.execute(f"SELECT 1 FROM {self.qualified} LIMIT 0")
         await self._check_table(conn)
         if await conn.fetchval("SELECT to_regclass($1) IS NULL", self.claims_qualified):
-            async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", self.lock_key)
-                await conn.execute(self.create_claims_sql)
+            try:
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", self.lock_key)
+                    await conn.execute(self.create_claims_sql)
+            except asyncpg.InsufficientPrivilegeError as exc:
+                # Said as a failed get otherwise (the first operation makes the pool), which
+                # the role may well make: the table it may not create is named.
+                raise asyncpg.InsufficientPrivilegeError(
+                    f"there is no claims table {self.claims_qualified} and this role may not "
+                    f"create it (CREATE on its schema, or a store of the table run once, makes "
+                    f"it): {exc}"
+                ) from exc
 
     async def _check_table(self, conn: Any) -> None:
         """Refuse a table of the store's name that is not a checkpoint table
