@@ -31,9 +31,10 @@ class Doing:
         self.cut: list[tuple[str, float]] | None = None
 
     def start(self, said: str, name: object, detail: object) -> int:
-        """Note a call starting: ``said.format(name, detail)`` says what it is, the text made
-        only if the deadline comes while it runs (~0.8 µs a call noted, a third less than
-        making it at once)."""
+        """Note a call starting: ``said.format(name, detail)`` says what it is (each a
+        ``_Shown``: ``{:q}`` quoted, ``{}`` as it is if plain), the text made only if the
+        deadline comes while it runs (~0.8 µs a call noted, a third less than making it at
+        once)."""
         mark = self._next
         self._next = mark + 1
         self.running[mark] = (said, name, detail, time.monotonic())
@@ -46,7 +47,7 @@ class Doing:
         """What runs now, with how long each has run: called at the deadline."""
         now = time.monotonic()
         self.cut = [
-            (said.format(name, detail), now - since)
+            (said.format(_Shown(name), _Shown(detail)), now - since)
             for said, name, detail, since in self.running.values()
         ]
 
@@ -56,6 +57,33 @@ class Doing:
         if not self.cut:
             return ""
         return "; running: " + ", ".join(f"{what} for {spent:.2f}s" for what, spent in self.cut)
+
+
+_LONGEST = 64
+"""Characters of a name or id said; the rest is counted."""
+
+
+class _Shown:
+    """A noted call's name or detail for the error's text, in ``said``'s ``{:q}`` (quoted, as
+    ``repr``) or ``{}`` (as it is when short and printable: a call id, ``c1``). A tool call's
+    name and id are the model's, made up as it likes: a newline and a terminal's escape codes
+    forged a line in a log reading the error, and 10 KB went whole into the output, the root
+    span's status and each log line of it. So neither is said raw: quoted with its escapes, and
+    cut at ``_LONGEST`` characters with its length said."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __format__(self, spec: str) -> str:
+        value = self.value
+        text = value if isinstance(value, str) else str(value)
+        if len(text) > _LONGEST:
+            return f"{text[:_LONGEST]!r}... ({len(text):,} characters)"
+        if spec != "q" and text.isprintable():
+            return text
+        return repr(text)
 
 
 doing: ContextVar[Doing | None] = ContextVar("adk_doing", default=None)

@@ -406,7 +406,7 @@ async def generate_counted(
     if running is None:
         reply = await _call.generate(ctx, model, messages, specs, options)
     else:
-        mark = running.start("model {!r} (agent {!r})", model_name_of(model), ctx.agent_name)
+        mark = running.start("model {:q} (agent {:q})", model_name_of(model), ctx.agent_name)
         try:
             reply = await _call.generate(ctx, model, messages, specs, options)
         finally:

@@ -193,7 +193,7 @@ async def _noted_call(
 ) -> Message:
     """A turn's model call noted in the ``Doing`` of a record's run under a timeout, whose error
     then names it if the timeout cuts it off (``adk._doing``)."""
-    mark = running.start("model {!r} (agent {!r})", model_name_of(turn.model), ctx.agent_name)
+    mark = running.start("model {:q} (agent {:q})", model_name_of(turn.model), ctx.agent_name)
     try:
         return await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
     finally:

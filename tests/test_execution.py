@@ -889,6 +889,27 @@ async def test_a_record_cut_off_by_its_timeout_names_what_was_running() -> None:
     )
 
 
+async def test_a_call_cut_off_is_named_escaped_and_bounded_whatever_the_model_made_up() -> None:
+    """A tool call's id (and name) is the model's: it went into the error's text as it came, a
+    newline and a terminal's escape codes raw (a forged line in a log reading the error) and 10
+    KB whole (in the output, the root span's status, a log line per record). It is said escaped
+    and cut short, with its length; a plain id is said as it was."""
+    forged = "c1\nrecord 9 (key 'z') ran fine\x1b[2J" + "x" * 10_000
+    react = ReActAgent(
+        "helper",
+        ScriptedModel([Reply(tool_calls=[tool_call("_stall", {"query": "x"}, id=forged)])]),
+        tools=[_stall],
+    )
+    env = LocalExecutionEnvironment(on_error="emit", timeout=0.1)
+    [output] = await env.from_list([{"k": "a"}], key="k").apply(react).to_list()
+    assert output.error is not None and output.error.type == "TimeoutError"
+    message = output.error.message
+    assert message.isprintable(), message[:200]  # no newline, no escape code
+    assert len(message) < 400, len(message)
+    assert f"tool '_stall' (call {forged[:40]!r}"[:-1] in message
+    assert f"({len(forged):,} characters)" in message
+
+
 async def test_a_record_that_blocks_the_loop_past_its_timeout_is_reported(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

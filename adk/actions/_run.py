@@ -337,7 +337,7 @@ class _ActionRun:
                 attempt = 1
                 while True:  # more than once only for an action with a retry policy that failed
                     if running is not None:
-                        mark = running.start("action {!r} on {}", found.name, kind.__name__)
+                        mark = running.start("action {:q} on {}", found.name, kind.__name__)
                     try:
                         if streaming and found.call is chat_action:
                             async with aclosing(chat_streamed(current, actx)) as shown:

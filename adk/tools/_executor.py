@@ -279,7 +279,7 @@ async def run_tool_call(
     invoke: _Invoke | None = None
     running = doing.get()  # a record's run under a timeout: its error names a call cut off
     if running is not None:
-        mark = running.start("tool {!r} (call {})", name, call_id)
+        mark = running.start("tool {:q} (call {})", name, call_id)
     try:
         if callback_paused or edit is not None:  # resumed calls only: what ran is told apart
             invoke = _Invoke(plan if callback_paused else None, address, tool, ran, tool_ctx)
