@@ -57,11 +57,13 @@ def ambiguous(key: Any) -> str | None:
     included: each record was a key of its own, its memory never read again. A ``sessions``
     mapping of the application's own cannot hold ``1`` and ``True`` apart, so such keys are
     refused everywhere rather than kept distinct. Exact ``str`` and ``int`` (a key's usual
-    types) cost two type tests; a tuple or frozenset is looked through."""
+    types) cost two type tests; a tuple or frozenset (a ``NamedTuple`` too) is looked
+    through."""
     kind = type(key)
     if kind is str or kind is int or key is None:
         return None
-    if kind is tuple or kind is frozenset:
+    if kind is tuple or kind is frozenset or isinstance(key, tuple | frozenset):
+        # A NamedTuple's items too: ``Shard("eu", 1.0)`` is ``("eu", 1)`` to a dict.
         for item in key:
             problem = ambiguous(item)
             if problem is not None:

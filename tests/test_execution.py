@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Hashable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import redis.asyncio as aioredis
@@ -627,6 +627,36 @@ async def test_keys_python_takes_for_another_are_refused_and_every_other_key_is_
     )
     with pytest.raises(RecordError, match=r"record 0 \(key None\) failed: TypeError: its key True"):
         await LocalExecutionEnvironment().from_list([{"k": True}], key="k").apply(agent).to_list()
+
+
+class _Shard(NamedTuple):
+    region: str
+    weight: float
+
+
+async def test_a_named_tuple_holding_a_float_is_refused_as_a_tuple_holding_one_is() -> None:
+    """A tuple was looked through only when it was exactly a tuple: a ``NamedTuple`` key (a
+    common way to name a key's parts) holding ``1.0`` was taken, one key with ``("eu", 1)`` here
+    and another on Flink, whose ``from_list`` sends it as the JSON array ``["eu", 1.0]``."""
+
+    @action(InputEvent)
+    def count(event: InputEvent, ctx: ActionContext) -> None:
+        seen = ctx.short_term_memory.get("seen", 0) + 1
+        ctx.short_term_memory.set("seen", seen)
+        ctx.send_event(OutputEvent(output=seen))
+
+    records = [{"k": _Shard("eu", 1.0)}, {"k": ("eu", 1)}, {"k": frozenset({_Shard("eu", 2)})}]
+    env = LocalExecutionEnvironment(on_error="emit", max_concurrency=1)
+    outputs = (
+        await env.from_list(records, key="k").apply(ActionAgent("c", actions=[count])).to_list()
+    )
+    refused, kept, looked_through = outputs
+    assert refused.error is not None and refused.error.type == "TypeError"
+    assert refused.error.message.startswith(
+        "its key _Shard(region='eu', weight=1.0) is refused: a float"
+    )
+    assert kept.output == 1  # not the refused record's key: its first record
+    assert looked_through.output == 1 and ambiguous(frozenset({_Shard("eu", True)})) is not None
 
 
 def test_numpys_numbers_are_refused_as_keys_as_pythons_are() -> None:
