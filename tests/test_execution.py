@@ -680,6 +680,41 @@ def test_a_resume_whose_key_is_refused_as_a_records_names_no_paused_record() -> 
     assert parsed({"key": 1, "checkpoint_id": "c1", "run_id": "r"}).checkpoint_id == "c1"
 
 
+@action(InputEvent)
+def _book(event: InputEvent, ctx: ActionContext) -> None:
+    if ctx.resume is None:
+        raise Interrupt({"approve": event.input["amount"]})
+    balance = ctx.short_term_memory.get("balance", 0) + event.input["amount"]
+    ctx.short_term_memory.set("balance", balance)
+    ctx.send_event(OutputEvent(output=balance))
+
+
+async def test_a_pause_an_earlier_pyadk_saved_for_a_float_key_is_resumed_as_the_docs_say(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """event_driven.md: a pause saved (by a pyadk that took such keys) for a record keyed
+    ``1.0`` is resumed by a ``Runner`` over the store, on the session saved at its pause; the
+    environment refuses a resume giving ``1.0``, and takes one giving ``1``, the key ``1.0`` was
+    one with here. The earlier pyadk is this one without the refusal: it saved the same."""
+    store = InMemoryCheckpointStore()
+    env = LocalExecutionEnvironment(checkpoint_store=store, on_error="emit")
+    agent = ActionAgent("ledger", actions=[_book])
+    with monkeypatch.context() as earlier:
+        earlier.setattr("adk.execution._records.ambiguous", lambda key: None)
+        paused = await env.from_list([{"u": 1.0, "amount": 5}] * 2, key="u").apply(agent).to_list()
+    assert [o.key for o in paused] == [1.0, 1.0] and all(o.checkpoint_id for o in paused)
+    first, second = (o.checkpoint_id for o in paused)
+    assert first is not None and second is not None
+    given = [{"key": key, "checkpoint_id": first, "resume": "yes"} for key in (1.0, 1)]
+    refused, resumed = await env.from_list([], key="u").apply(agent, resumes=given).to_list()
+    assert (
+        refused.error is not None and "has a key that is refused: a float" in refused.error.message
+    )
+    assert (resumed.key, resumed.output, resumed.resumed) == (1, 5, True)
+    done = await Runner(agent, checkpoint_store=store).invoke_resume(second, "yes")
+    assert done.output == 5 and done.session["memory:ledger"] == {"balance": 5}
+
+
 async def test_a_key_field_that_is_a_method_of_the_record_fails_saying_to_call_it() -> None:
     """A broker's message object whose key is a method (confluent_kafka's ``Message.key()``)
     with ``key="key"``: each record's bound method was its key, hashable but new per record, so
