@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ._doing import doing
+from ._doing import doing, timed
 from ._ported_names import install as _install_ported_names
 from ._run_error import MaxTurnsExceeded
 from .events import AgentAction, AgentEvent
@@ -402,7 +402,8 @@ async def generate_counted(
     (``count_usage``). Its arguments are checked already (``_call.request_of`` for a user's
     call), and ``options`` have the run's merged over them (``run_model_options``), by the
     caller: the chat action frees a forced ``tool_choice`` after that merge."""
-    running = doing.get()  # a record's run under a timeout: its error names a call cut off
+    # A record's run under a timeout: its error names a call cut off (``adk._doing``).
+    running = doing.get() if timed else None
     if running is None:
         reply = await _call.generate(ctx, model, messages, specs, options)
     else:

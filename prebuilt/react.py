@@ -60,7 +60,7 @@ from adk._checks import (
     checked_settings,
     shown,
 )
-from adk._doing import Doing, doing
+from adk._doing import Doing, doing, timed
 from adk._driver import _RECORDED, NO_EVENT, refuse_fresh_start
 from adk._naming import naming as _naming
 from adk._ported_names import AGENT_ARGUMENT_HINTS
@@ -855,7 +855,7 @@ class _ReActCore:
                 if unjoined is not None and calls:  # not run: the stream came joined already
                     self._own_ids(turn, reply, calls)
             else:
-                running = doing.get()  # a record's run under a timeout: see adk._doing
+                running = doing.get() if timed else None  # a record's, under a timeout
                 if running is None:
                     reply = await _call.generate(
                         ctx, turn.model, messages, turn.specs, turn.options

@@ -254,3 +254,61 @@ async def test_a_built_in_agent_started_in_a_run_not_resuming_enters_no_refusal_
         await runner.invoke("go")
     assert "refuse_fresh_start" not in entered
     assert {"run", "_run_branches"} <= set(entered)  # the built-ins' run() were entered
+
+
+async def test_a_run_with_no_record_under_a_timeout_reads_no_doing() -> None:
+    """A record's run under an environment's ``timeout`` notes its calls in ``adk._doing``;
+    every other run read the ``ContextVar`` per action, tool call and model call all the same
+    (``doing.get()``: ~0.8k instructions each in a run's code, +3.4k of a 432k action turn, seed
+    0). It reads it only while a record under a timeout runs in the process: here, never."""
+    import sys
+
+    from adk import Resources, Runner, tool
+    from adk._doing import doing
+    from adk.actions import (
+        ActionAgent,
+        ActionContext,
+        ChatRequestEvent,
+        ChatResponseEvent,
+        InputEvent,
+        OutputEvent,
+        action,
+    )
+    from adk.execution import LocalExecutionEnvironment
+    from adk.messages import Message
+    from adk.testing import Reply, ScriptedModel, tool_call
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    @action(InputEvent)
+    def ask(event: InputEvent, ctx: ActionContext) -> None:
+        request = ChatRequestEvent(model="m", messages=[Message.user("1+2?")], tools=["add"])
+        ctx.send_event(request)
+
+    @action(ChatResponseEvent)
+    def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+    resources = Resources()
+    script = [Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), Reply(text="sum=3")]
+    resources.add_model("m", ScriptedModel(script * 2, record=False))
+    resources.add_tool(add)
+    agent = ActionAgent("adder", actions=[ask, answer], resources=resources)
+    reads = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal reads
+        if event == "c_call" and getattr(arg, "__self__", None) is doing:
+            reads += 1
+
+    sys.setprofile(profile)
+    try:
+        result = await Runner(agent).invoke("go")
+        [output] = await LocalExecutionEnvironment().from_list(["go"]).apply(agent).to_list()
+    finally:
+        sys.setprofile(None)
+    assert (result.text, output.output) == ("sum=3", "sum=3")
+    assert reads == 0

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 from pydantic import Json
 from pydantic_core import PydanticSerializationError
 
-from .._doing import doing
+from .._doing import doing, timed
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint._state import SavedState
@@ -296,8 +296,8 @@ class _ActionRun:
         # one that does not pays a test of this local per action.
         streaming = self.ctx.enable_streaming
         # A record's run under a timeout notes each action as it runs (``adk._doing``), so the
-        # error of a record cut off names it; None otherwise: one test per action.
-        running = doing.get()
+        # error of a record cut off names it; None otherwise: two tests per action.
+        running = doing.get() if timed else None
         while True:
             if current is None:
                 if not queue:

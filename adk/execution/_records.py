@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from .._checks import check_count
-from .._doing import Doing, doing
+from .._doing import Doing, doing, timed
 from .._error_pickle import reduce_error
 from .._hooks import _root_span_attributes, _run_timeout
 from .._json_where import BELOW, DEEP, ITSELF, unwritable_at
@@ -454,6 +454,7 @@ async def _within(
     # the deadline, before the cancellation unwinds it: the error says what was cut off.
     running = Doing()
     noting = doing.set(running)
+    timed.add(running)
     loop = asyncio.get_running_loop()
     taking = None
     try:
@@ -477,6 +478,7 @@ async def _within(
     finally:
         if taking is not None:
             taking.cancel()
+        timed.discard(running)
         doing.reset(noting)
         if token is not None:
             _run_timeout.reset(token)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import adk
 
 from .._aio import cancel_and_wait, cancelled_beyond
-from .._doing import doing
+from .._doing import doing, timed
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint.codec import STRUCTURED, CheckpointError
@@ -277,7 +277,8 @@ async def run_tool_call(
         ran = ToolCall(id=call_id, name=name, arguments=call.arguments)
     tool_ctx = new_tool_context(ctx, name, call_id, address, emit)
     invoke: _Invoke | None = None
-    running = doing.get()  # a record's run under a timeout: its error names a call cut off
+    # A record's run under a timeout: its error names a call cut off (``adk._doing``).
+    running = doing.get() if timed else None
     if running is not None:
         mark = running.start("tool {:q} (call {})", name, call_id)
     try:
