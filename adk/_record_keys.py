@@ -62,7 +62,7 @@ def ambiguous(key: Any) -> str | None:
     kind = type(key)
     if kind is str or kind is int or key is None:
         return None
-    if kind is tuple or kind is frozenset or isinstance(key, tuple | frozenset):
+    if kind is tuple or kind is frozenset or isinstance(key, (tuple, frozenset)):
         # A NamedTuple's items too: ``Shard("eu", 1.0)`` is ``("eu", 1)`` to a dict.
         for item in key:
             problem = ambiguous(item)
