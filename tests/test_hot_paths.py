@@ -312,3 +312,31 @@ async def test_a_run_with_no_record_under_a_timeout_reads_no_doing() -> None:
         sys.setprofile(None)
     assert (result.text, output.output) == ("sum=3", "sum=3")
     assert reads == 0
+
+
+def test_a_bytes_or_model_key_is_checked_without_an_abc_frame() -> None:
+    """A record's key that is not a str or an int is checked for a number (``ambiguous``) with
+    ``isinstance(key, numbers.Number)``, an ABC's check: a Python frame (~2.5k instructions) for
+    every record keyed by ``bytes`` (a Kafka message's key) or a frozen model. A type found not
+    a number is remembered: its later keys enter no frame."""
+    import sys
+    from datetime import date
+
+    from adk._record_keys import ambiguous
+
+    keys = [b"k", ("a", b"k"), date(2026, 1, 1)]
+    for key in keys:  # each type seen once
+        assert ambiguous(key) is None
+    entered: list[str] = []
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        if event == "call":
+            entered.append(frame.f_code.co_name)  # type: ignore[attr-defined]
+
+    sys.setprofile(profile)
+    try:
+        found = [ambiguous(key) for key in keys]
+    finally:
+        sys.setprofile(None)
+    assert found == [None, None, None]
+    assert [name for name in entered if name not in ("ambiguous", "<listcomp>")] == [], entered
