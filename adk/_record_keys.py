@@ -109,8 +109,7 @@ _NOT_NUMBERS: set[type] = set()
 """Types of keys the number rule passed (not numbers, or ints such as an ``IntEnum``'s):
 ``isinstance(key, numbers.Number)`` is an ABC's check, a Python frame (~2.5k instructions) for
 every record keyed by ``bytes`` (a Kafka message's key), a ``datetime`` or a frozen model; its
-type's next key skips it. At most 256 (a type made per
-record would be one each)."""
+type's next key skips it. At most 256 (a type made per record would be one each)."""
 
 
 def key_to_save(runner: object) -> tuple[Hashable, str | None, int] | None:
