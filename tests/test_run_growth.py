@@ -151,6 +151,45 @@ async def test_a_fan_out_answered_in_rounds_tests_no_point_per_look_up(
     assert calls[0] <= 3 * width  # 20 x 60 per resume before (1,200+), linear now
 
 
+class _AsksKeeping(_Asks):
+    """Asks as ``_Asks`` does, saving a state of its own with its pause (as a ``ReActAgent``
+    does): a branch not answered gives it back unchanged (``_ResumePlan.subtree``)."""
+
+    async def run(self, input: adk.AgentInput, ctx: adk.RunContext):  # type: ignore[override]
+        if ctx.resume is not None and ctx.resume.is_target:
+            said = f"{self.name}: {ctx.resume.data}, kept {ctx.resume.state}"
+            yield AgentEvent.of(adk.Message.assistant(said))
+            return
+        yield ctx.interrupt(f"{self.name}?", state={"asked": self.name})
+
+
+async def test_branches_left_waiting_give_back_their_own_states_not_every_states_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ParallelAgent of 60 paused branches, each with a saved state, 20 answered: each of the
+    40 left waiting gives back its point and its state (``subtree``), found by address, not by
+    testing every saved state (40 x 60 tests a resume, P x P for a resume of P points)."""
+    width = 60
+    runner = Runner(ParallelAgent("par", [_AsksKeeping(f"b{n}") for n in range(width)]))
+    first = await runner.invoke("go")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    points = [p.id for p in first.interrupt.points]
+    calls = _counting(monkeypatch)
+    result = await runner.invoke_resume(first.checkpoint_id, {p: "yes" for p in points[:20]})
+    first_said = sorted(m.content for e in result.events if (m := e.message) is not None)
+    assert first_said == sorted(f"b{n}: yes, kept {{'asked': 'b{n}'}}" for n in range(20))
+    assert result.interrupt is not None and result.interrupt.checkpoint_id is not None
+    assert [p.id for p in result.interrupt.points] == points[20:]
+    assert calls[0] <= width  # 2,400 before
+    monkeypatch.undo()
+    answers = {p: "later" for p in points[20:]}
+    last = await runner.invoke_resume(result.interrupt.checkpoint_id, answers)
+    assert last.interrupt is None
+    said = sorted(m.content for e in last.events if (m := e.message) is not None)
+    # Each state given back whole, through the pause again, to its own branch.
+    assert said == sorted(f"b{n}: later, kept {{'asked': 'b{n}'}}" for n in range(20, width))
+
+
 # --- A checkpoint's run paths -------------------------------------------------------------------
 
 
