@@ -247,6 +247,7 @@ class _ResumePlan:
 
     __slots__ = (
         "_points",
+        "_states_under",
         "_target_under",
         "_under",
         "answered",
@@ -274,6 +275,9 @@ class _ResumePlan:
             for ancestor in _ancestors(point.id):
                 self._under.setdefault(ancestor, {})[index] = None
         self.states = signal.states
+        # The saved states' addresses by each address at or above them, as ``_under`` the
+        # points': built at the first ``subtree`` (a resume re-raising no branch never needs it).
+        self._states_under: dict[Address, dict[Address, None]] | None = None
         self.targets = targets
         self._target_under = {a for target in targets for a in _ancestors(target)}
         # The points earlier resumes of the checkpoint answered, as it noted them: its next pause
@@ -406,7 +410,15 @@ class _ResumePlan:
 
     def subtree(self, address: Address) -> _InterruptSignal:
         """The saved points and states at or below ``address``, to re-raise them unchanged."""
-        return _InterruptSignal(
-            points=self.within(address),
-            states={a: dict(s) for a, s in self.states.items() if is_within(a, address)},
-        )
+        states = self.states
+        index = self._states_under
+        if index is None or len(index.get("", ())) != len(states):  # built, or states added
+            index = {}
+            for at in states:
+                for ancestor in _ancestors(at):
+                    index.setdefault(ancestor, {})[at] = None
+            self._states_under = index
+        # Each re-raised branch finds its own states, not every state tested (P x P in a
+        # resume of P paused branches leaving most waiting); in the order ``states`` has them.
+        found = {at: dict(states[at]) for at in index.get(address, ())}
+        return _InterruptSignal(points=self.within(address), states=found)

@@ -77,6 +77,11 @@ def test_the_resume_plans_index_answers_as_testing_every_point_did() -> None:
                 assert [p.id for p in plan.within(address)] == [
                     p for p in reference.ids if is_within(p, address)
                 ]
+                given = plan.subtree(address)  # states are never forgotten, points are
+                assert [p.id for p in given.points] == [p.id for p in plan.within(address)]
+                assert list(given.states.items()) == [
+                    (a, s) for a, s in plan.states.items() if is_within(a, address)
+                ]
             assert [p.id for p in plan.points] == reference.ids
             gone = rng.choice(addresses)
             plan.consume(gone)
