@@ -58,10 +58,14 @@ class _Reference:
 
 
 def test_the_resume_plans_index_answers_as_testing_every_point_did() -> None:
-    """Random trees of addresses (``#`` call ids, a ``/`` at either end, the empty address),
-    points answered in several rounds: every look-up answers as the scan of every point did."""
+    """Random trees of addresses (``#`` call ids, a ``/`` at either end, the empty address, a
+    name that begins with another, an encoded ``/``), points answered in several rounds: every
+    look-up answers as the scan of every point did."""
     rng = random.Random(7)
-    parts = ["agent:r", "agent:a", "agent:b", "tool:t#call_1", "tool:t#call_2", "", "x"]
+    # "agent:ab" and "tool:t#call_12" begin with another part: below "agent:a" by its text,
+    # not by its segments; "agent:a%2Fb" is a name holding a "/", as an address encodes it.
+    parts = ["agent:r", "agent:a", "agent:ab", "agent:a%2Fb", "agent:b"]
+    parts += ["tool:t#call_1", "tool:t#call_12", "tool:t#call_2", "", "x"]
     for _ in range(40):
         ids = ["/".join(rng.choice(parts) for _ in range(rng.randint(1, 4))) for _ in range(12)]
         addresses = sorted({i[:k] for i in ids for k in range(len(i) + 1)} | {"agent:zz"})
