@@ -26,7 +26,6 @@ import functools
 import hashlib
 import json
 import logging
-import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
@@ -51,6 +50,7 @@ from mcp.types import (
 from opentelemetry import context as otel_context  # loaded by the mcp package already
 
 from .._aio import AsyncCloseable, being_cancelled, finish
+from .._warned import Warned
 from ._hooks import NO_HOOKS, _ClientHooks, _current_call, _loggable, log_forwarder
 from ._servers import HTTPServer, ServerConfig, _current_delivery, _Delivery
 
@@ -309,11 +309,10 @@ class ListingWarnings:
     something to warn about."""
 
     _KEPT = 64
-    __slots__ = ("_lock", "_seen")
+    __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: dict[str, None] = {}
-        self._lock = threading.Lock()
+        self._seen = Warned(self._KEPT)
 
     def first(self, what: str, listing: Any) -> bool:
         """Whether ``listing`` (JSON data) is warned about for ``what`` the first time; it is
@@ -328,15 +327,7 @@ class ListingWarnings:
                 text = json.dumps(listing, sort_keys=True, default=repr)
         except (TypeError, ValueError, RecursionError):
             return True
-        key = f"{what}:{hashlib.sha256(text.encode()).hexdigest()}"
-        with self._lock:
-            seen = self._seen
-            if key in seen:
-                return False
-            seen[key] = None
-            if len(seen) > self._KEPT:
-                del seen[next(iter(seen))]
-            return True
+        return self._seen.first(f"{what}:{hashlib.sha256(text.encode()).hexdigest()}")
 
 
 class _WatchedReadStream(AsyncCloseable):

@@ -19,16 +19,15 @@ from ..messages import (
 )
 from ..tools.base import ToolSpec
 from ._openai_common import (
-    FITTING_IDS,
     arguments_text,
     base62,
     chat_part,
     content_parts,
     error_detail,
     field_of,
-    fits_wire,
     function_choice_name,
     identity_of,
+    ids_as_sent,
     in_band_status,
     json_schema_of,
     reasoning_of,
@@ -40,7 +39,6 @@ from ._openai_common import (
     unknown_role,
     unusable_reply,
     usage_of,
-    wire_call_ids,
     without_tool_fields,
 )
 from .base import ModelError, ModelOptions
@@ -178,7 +176,7 @@ def chat_messages(
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
     rounds: list[tuple[int, list[str]]] = []  # replies of several calls: results_in_call_order
-    wire_ids: dict[str, str] | None = None  # ids that do not fit, as they go (wire_call_ids)
+    as_sent = short_call_id if short_ids else ids_as_sent(messages, fit_ids=fit_ids)
     for position, message in enumerate(messages):
         role = message.role
         if attached is not None and role != _TOOL:
@@ -196,17 +194,9 @@ def chat_messages(
             if message.tool_calls:
                 calls = []
                 for call in message.tool_calls:
-                    call_id = call.id
-                    if short_ids:
-                        call_id = short_call_id(call_id)
-                    elif fit_ids and call_id not in FITTING_IDS and not fits_wire(call_id):
-                        # rare: an id an earlier pyadk made (``<id>~<n>``), a server's with ``:``
-                        if wire_ids is None:
-                            wire_ids = wire_call_ids(messages)
-                        call_id = wire_ids[call_id]
                     calls.append(
                         {
-                            "id": call_id,
+                            "id": as_sent(call.id),
                             "type": "function",
                             "function": {"name": call.name, "arguments": call.arguments or "{}"},
                         }
@@ -235,13 +225,7 @@ def chat_messages(
                     entry[REASONING_DETAILS] = details
             out.append(entry)
         elif role == _TOOL:
-            call_id = require_tool_call_id(message, position)
-            if short_ids:
-                call_id = short_call_id(call_id)
-            elif fit_ids and call_id not in FITTING_IDS and not fits_wire(call_id):
-                if wire_ids is None:
-                    wire_ids = wire_call_ids(messages)
-                call_id = wire_ids[call_id]
+            call_id = as_sent(require_tool_call_id(message, position))
             if message.parts and not send_parts:
                 text = parts_as_text(message.content, message.parts)
                 out.append({"role": "tool", "tool_call_id": call_id, "content": text})

@@ -13,7 +13,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._fastmodel import fast_builder
@@ -628,3 +628,28 @@ def results_in_call_order(
         placed = [by_id[call_id] for call_id in ids if call_id in by_id]
         if len(placed) == end - start:  # else a result answers none of the calls: as given
             out[start:end] = placed
+
+
+def ids_as_sent(messages: Sequence[Message], *, fit_ids: bool) -> Callable[[str], str]:
+    """How each tool-call id of ``messages`` goes on the wire, the same for a call and its
+    result (Chat) or output (Responses): as it is, or with ``fit_ids`` (a server that refused an
+    id) made to fit when it does not (``fits_wire``), as ``wire_call_ids`` maps the ids of
+    ``messages`` (mapped once, when the first such id is met)."""
+    if not fit_ids:
+        return _as_it_is
+    wire_ids: dict[str, str] | None = None
+
+    def fitted(call_id: str) -> str:
+        nonlocal wire_ids
+        if call_id in FITTING_IDS or fits_wire(call_id):
+            return call_id
+        # rare: an id an earlier pyadk made (``<id>~<n>``), a server's with ``:``
+        if wire_ids is None:
+            wire_ids = wire_call_ids(messages)
+        return wire_ids[call_id]
+
+    return fitted
+
+
+def _as_it_is(call_id: str) -> str:
+    return call_id

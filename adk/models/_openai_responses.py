@@ -15,11 +15,10 @@ from typing import Any
 from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, parts_as_text
 from ..tools.base import ToolSpec
 from ._openai_common import (
-    FITTING_IDS,
     arguments_text,
-    fits_wire,
     function_choice_name,
     identity_of,
+    ids_as_sent,
     in_band_status,
     json_schema_of,
     require_tool_call_id,
@@ -30,7 +29,6 @@ from ._openai_common import (
     unknown_role,
     unusable_reply,
     usage_of,
-    wire_call_ids,
     without_tool_fields,
 )
 from .base import ModelError, ModelOptions
@@ -60,7 +58,7 @@ def responses_input(
     (``fits_wire``) goes as ``wire_call_ids`` makes it, the same for a call and its output."""
     out: list[dict[str, Any]] = []
     rounds: list[tuple[int, list[str]]] = []  # replies of several calls: results_in_call_order
-    wire_ids: dict[str, str] | None = None  # ids that do not fit, as they go (wire_call_ids)
+    as_sent = ids_as_sent(messages, fit_ids=fit_ids)
     for position, message in enumerate(messages):
         role = message.role
         if role == _ASSISTANT:
@@ -69,12 +67,7 @@ def responses_input(
                 out.append({"role": "assistant", "content": message.content})
             sent: list[str] = []
             for call in calls:
-                call_id = call.id
-                if fit_ids and call_id not in FITTING_IDS and not fits_wire(call_id):
-                    # rare: an id an earlier pyadk made (``<id>~<n>``), a server's with ``:``
-                    if wire_ids is None:
-                        wire_ids = wire_call_ids(messages)
-                    call_id = wire_ids[call_id]
+                call_id = as_sent(call.id)
                 sent.append(call_id)
                 out.append(
                     {
@@ -95,11 +88,7 @@ def responses_input(
                     [{"type": "input_text", "text": message.content}] if message.content else []
                 )
                 output.extend(responses_part(part) for part in message.parts)
-            call_id = require_tool_call_id(message, position)
-            if fit_ids and call_id not in FITTING_IDS and not fits_wire(call_id):
-                if wire_ids is None:
-                    wire_ids = wire_call_ids(messages)
-                call_id = wire_ids[call_id]
+            call_id = as_sent(require_tool_call_id(message, position))
             out.append({"type": "function_call_output", "call_id": call_id, "output": output})
         elif role in _PLAIN_ROLES:
             if message.parts and role == _USER and not send_parts:

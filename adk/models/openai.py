@@ -1329,11 +1329,7 @@ def _wants_short_ids(exc: BaseException | None) -> bool:
     """Whether a server's answer refuses a tool-call id for not being nine letters and digits
     (Mistral's 400; OpenRouter's, with Mistral's answer in ``metadata.raw``; a local server's
     500, once its retries ran out)."""
-    if not isinstance(exc, openai.APIStatusError):
-        return False
-    body = exc.body
-    text = json.dumps(body, ensure_ascii=False) if isinstance(body, (dict, list)) else str(body)
-    return _SHORT_IDS_WANTED.search(text) is not None
+    return _refusal_says(exc, _SHORT_IDS_WANTED)
 
 
 def _sent_short_ids(request: dict[str, Any]) -> bool:
@@ -1363,11 +1359,16 @@ _FITTING_IDS_WANTED = re.compile(
 def _wants_fitting_ids(exc: BaseException | None) -> bool:
     """Whether a server's answer refuses a tool-call id for not being letters, digits, ``_`` and
     ``-``, 1 to 64 of them (Anthropic's or Bedrock's 400, also behind a proxy)."""
+    return _refusal_says(exc, _FITTING_IDS_WANTED)
+
+
+def _refusal_says(exc: BaseException | None, words: re.Pattern[str]) -> bool:
+    """Whether ``exc`` is a server's answer whose body (its JSON as text) holds ``words``."""
     if not isinstance(exc, openai.APIStatusError):
         return False
     body = exc.body
     text = json.dumps(body, ensure_ascii=False) if isinstance(body, (dict, list)) else str(body)
-    return _FITTING_IDS_WANTED.search(text) is not None
+    return words.search(text) is not None
 
 
 def _sent_fitting_ids(request: dict[str, Any]) -> bool:
