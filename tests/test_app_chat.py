@@ -784,7 +784,11 @@ async def test_the_example_services_checkpoint_of_another_pyadk_release_keeps_it
         assert written is not None
         line, _, rest = written.partition(b"\n")
         header = json.loads(line)
-        newer = json.dumps(header | {"version": header["version"] + 1}).encode() + b"\n" + rest
+        newer = (
+            json.dumps(header | {"version": adk.checkpoint.codec.VERSION + 1}).encode()
+            + b"\n"
+            + rest
+        )
         await store.put(paused, newer)  # as a newer release's worker wrote it
         for attempt in range(2):
             status, events = await example.post(port, f"/resume/{paused}", {"decision": True})

@@ -55,6 +55,7 @@ from adk.checkpoint import (
     PostgresCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
+    codec,
 )
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -441,7 +442,7 @@ async def test_a_streaming_service_keeps_a_checkpoint_of_another_pyadk_release_r
         assert written is not None
         line, _, rest = written.partition(b"\n")
         header = json.loads(line)
-        newer = json.dumps(header | {"version": header["version"] + 1}).encode()
+        newer = json.dumps(header | {"version": codec.VERSION + 1}).encode()
         await store.put(paused, newer + b"\n" + rest)
         resume = {"checkpoint_id": paused, "decision": {"approved": True}}
         status, text = await _answer(http, "/resume", resume)
