@@ -3178,3 +3178,47 @@ def test_a_rounds_results_go_in_its_calls_order_and_a_run_that_does_not_fit_is_l
         [reply("a", "a"), result("a"), result("a")],
     ):
         assert answered(chat_messages(odd)) == [m.tool_call_id for m in odd[1:]]
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_call_cut_at_the_token_limit_is_answered_as_cut(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    """A reply cut at its token limit (Chat's ``finish_reason: "length"``, a Responses reply
+    ``incomplete`` for ``max_output_tokens``) in the middle of a call's arguments: the tool was
+    run with them and the model (and whoever reads the history) got only "invalid JSON
+    arguments", nothing saying the reply was cut, where raising max_tokens is the fix. The cut
+    call is answered so, without running the tool; a whole call of the same reply runs."""
+    ran: list[int] = []
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        ran.append(a + b)
+        return a + b
+
+    server.script(
+        Reply(
+            tool_calls=[Call("add", '{"a": 1, "b": 2}'), Call("add", '{"a": 3, "b')],
+            finish_reason="length",
+        ),
+        Reply(tool_calls=[Call("add", '{"a": 5, "b": ')], finish_reason="length"),
+        Reply(text="ok"),
+    )
+    async with make_model(server, api) as model:
+        runner = Runner(ReActAgent("calc", model, tools=[add]), enable_streaming=streaming)
+        result = await runner.invoke("add")
+    assert result.text == "ok"
+    assert [m.metadata.get("finish_reason") for m in result.messages if m.tool_calls] == [
+        "length",
+        "length",
+    ]
+    answers = [m.content for m in result.messages if m.role == Role.TOOL]
+    assert len(answers) == 3
+    assert answers.count("3") == 1  # the whole call's (results come as calls end)
+    for cut in (a for a in answers if a != "3"):
+        assert "cut at its token limit" in cut, cut
+        assert "max_tokens" in cut, cut
+        assert "'add'" in cut, cut
+    assert ran == [3]  # the cut calls did not run
