@@ -24,6 +24,7 @@ from collections.abc import (
     Callable,
     Iterable,
     Iterator,
+    Mapping,
     Sequence,
 )
 from typing import TYPE_CHECKING, Any, Never
@@ -75,6 +76,7 @@ from adk.models.base import model_name_of
 from adk.tools._executor import (
     ToolOutcome,
     calls_seen,
+    cut_calls,
     execute_tool_calls,
     lone_call,
     own_call_ids,
@@ -925,12 +927,18 @@ class _ReActCore:
                 yield AgentEvent(output=AgentOutput(custom=parsed))
                 return
             tally = _new_round(calls, [])
+            # Calls the reply's cut at its token limit left without whole arguments: answered
+            # so, not run with what came of them (``cut_calls``).
+            cut = cut_calls(reply, calls)
             call = lone_call(calls, turn.tools)
             if call is not None:
                 # One call whose tool forwards no events, the common case: awaited here, as the
                 # executor would, without the two generators a round of several calls takes
                 # (``_round`` and the executor's), each costing more than the rest of the round.
-                result = self._take(turn, tally, await run_tool_call(call, turn.tools, ctx))
+                instead = None if cut is None else cut.get(call.id)
+                outcome = await run_tool_call(call, turn.tools, ctx, tool=instead)
+                result = self._take(turn, tally, outcome)
+                del outcome
                 if result is not None:
                     yield result
                 del result  # not kept while the model is awaited (a GC-tracked object)
@@ -939,7 +947,7 @@ class _ReActCore:
                     if event.ends_agent:
                         return
             else:
-                rounds = self._round(turn, tally)
+                rounds = self._round(turn, tally, cut=cut)
                 try:
                     async for event in rounds:
                         yield event
@@ -1020,7 +1028,11 @@ class _ReActCore:
         turn.system_size = len(system)
 
     async def _round(
-        self, turn: _Turn, tally: _Round, recorded: Sequence[Recorded] = ()
+        self,
+        turn: _Turn,
+        tally: _Round,
+        recorded: Sequence[Recorded] = (),
+        cut: dict[str, Tool] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run a round's calls concurrently, then close it (``_round_end``): afterwards
         ``turn.done`` says whether the agent is done. A resumed round first takes the outcomes
@@ -1041,9 +1053,10 @@ class _ReActCore:
                     yield event
                 return
         taken = None if tally.record is None else functools.partial(self._record, turn, tally)
-        outcomes = execute_tool_calls(
-            calls, turn.tools, turn.ctx, extra_transfers(calls, turn.tools), taken
-        )
+        instead: Mapping[str, Tool] | None = extra_transfers(calls, turn.tools)
+        if cut is not None:  # a cut call's answer is that it was cut, a transfer's included
+            instead = {**instead, **cut} if instead is not None else cut
+        outcomes = execute_tool_calls(calls, turn.tools, turn.ctx, instead, taken)
         try:
             async for item in outcomes:
                 if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -42,6 +43,7 @@ from .base import (
 __all__ = [
     "ToolOutcome",
     "calls_seen",
+    "cut_calls",
     "execute_tool_calls",
     "lone_call",
     "own_call_ids",
@@ -117,6 +119,45 @@ class _DeniedTool:
 
     async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
         return self._denial
+
+
+class _CutCall:
+    """Answers a call whose arguments the model's reply was cut in, at its token limit (Chat's
+    ``finish_reason: "length"``, a Responses reply incomplete for ``max_output_tokens``): the
+    tool is not run with the part of its arguments that came, and the model and the history
+    are told why they are incomplete, where the tool would have said only "invalid JSON
+    arguments" and not that raising ``max_tokens`` is the fix. Through the hooks like any tool."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self._name)
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        return ToolResult.error(
+            f"Error: the model's reply was cut at its token limit (finish_reason 'length') "
+            f"in the middle of the arguments of its call to tool '{self._name}', which did not "
+            "run: they are not whole JSON. Raise the model's max_tokens (ModelOptions.max_tokens) "
+            "or make a smaller call."
+        )
+
+
+def cut_calls(reply: Message, calls: Sequence[ToolCall]) -> dict[str, Tool] | None:
+    """The calls of ``reply`` whose arguments its cut at the token limit left unparseable, by id,
+    each answered by a ``_CutCall`` (an ``instead`` of ``execute_tool_calls``); None when the
+    reply was not cut, or no call was cut. Whole calls of a cut reply run as any call does."""
+    if reply.metadata.get("finish_reason") != "length":
+        return None
+    cut: dict[str, Tool] | None = None
+    for call in calls:
+        try:
+            json.loads(call.arguments or "{}")
+        except ValueError:
+            cut = cut if cut is not None else {}
+            cut[call.id] = _CutCall(call.name)
+    return cut
 
 
 def _describe(exc: BaseException) -> str:
