@@ -645,3 +645,26 @@ async def test_tool_calls_that_are_no_calls_make_none(
     async with wire_model(server, retry=ONCE, timeout=GUARD) as model:
         whole = await model.generate([Message.user("hi")])
     assert (whole.content, whole.tool_calls) == ("hi", [])
+
+
+@pytest.mark.parametrize("status", ["in_progress", "queued"])
+async def test_an_unfinished_responses_answer_is_a_model_error_naming_its_status(
+    server: OpenAIServer, status: str
+) -> None:
+    """A non-streamed Responses answer still ``in_progress`` or ``queued`` (a background
+    response's first answer, as a server or proxy that sets ``background`` sends it) was taken as
+    a finished, empty answer: a run ended with no text and no error. It is refused, naming the
+    status."""
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 0,
+        "model": "m",
+        "status": status,
+        "output": [],
+        "background": True,
+    }
+    server.script(Reply(raw=json.dumps(body).encode()))
+    async with wire_model(server, "responses", retry=ONCE, timeout=GUARD) as model:
+        with pytest.raises(ModelError, match=rf"responses call to .*status '{status}'"):
+            await asyncio.wait_for(model.generate([Message.user("hi")]), GUARD)
