@@ -647,14 +647,14 @@ async def test_tool_calls_that_are_no_calls_make_none(
     assert (whole.content, whole.tool_calls) == ("hi", [])
 
 
-@pytest.mark.parametrize("status", ["in_progress", "queued"])
+@pytest.mark.parametrize("status", ["in_progress", "queued", "cancelled"])
 async def test_an_unfinished_responses_answer_is_a_model_error_naming_its_status(
     server: OpenAIServer, status: str
 ) -> None:
     """A non-streamed Responses answer still ``in_progress`` or ``queued`` (a background
-    response's first answer, as a server or proxy that sets ``background`` sends it) was taken as
-    a finished, empty answer: a run ended with no text and no error. It is refused, naming the
-    status."""
+    response's first answer, as a server or proxy that sets ``background`` sends it), or one
+    ``cancelled``, was taken as a finished, empty answer: a run ended with no text and no error.
+    It is refused, naming the status, and not asked again (each ask starts another)."""
     body = {
         "id": "resp_1",
         "object": "response",
@@ -664,7 +664,9 @@ async def test_an_unfinished_responses_answer_is_a_model_error_naming_its_status
         "output": [],
         "background": True,
     }
-    server.script(Reply(raw=json.dumps(body).encode()))
-    async with wire_model(server, "responses", retry=ONCE, timeout=GUARD) as model:
+    server.script(Reply(raw=json.dumps(body).encode()), Reply(text="asked again"))
+    retry = RetryPolicy(max_attempts=2, initial_delay=0.001, jitter=False)
+    async with wire_model(server, "responses", retry=retry, timeout=GUARD) as model:
         with pytest.raises(ModelError, match=rf"responses call to .*status '{status}'"):
             await asyncio.wait_for(model.generate([Message.user("hi")]), GUARD)
+    assert len(server.requests) == 1

@@ -208,6 +208,11 @@ def _failed(response: Any) -> ModelError:
     return ModelError(f"the response failed: {text}", status=in_band_status(error))
 
 
+_UNFINISHED = frozenset({"in_progress", "queued", "cancelled"})
+"""The statuses of a ``Response`` that holds no finished answer (``failed`` is read apart, with
+its error; ``incomplete`` is an answer cut short, whose finish reason says so)."""
+
+
 def _listed(value: object) -> list[Any]:
     """``value`` if it is a list, else empty: the SDK keeps a field its types do not fit (an
     ``output`` of ``true``, a ``content`` of ``5``) as it came, and iterating it failed."""
@@ -255,8 +260,16 @@ def responses_message(response: Any, key: str | None = None) -> Message:
     """The assistant message of a ``Response``: text parts joined, function calls as tool calls;
     ``ModelError`` for a failed response or an answer that is not one (see ``unusable_reply``),
     ``key`` (the model's API key) masked in what it quotes before the cut."""
-    if getattr(response, "status", None) == "failed":
+    status = getattr(response, "status", None)
+    if status == "failed":
         raise _failed(response)
+    if status in _UNFINISHED:
+        # A background response's first answer (``background: true``, set by a caller's extra
+        # or a proxy), or one cancelled: taken as it came, it passed for a finished empty answer.
+        raise ModelError(
+            f"the response is not finished: status {status!r} (a background response, which "
+            "this adapter does not poll; ask without 'background')"
+        )
     output = getattr(response, "output", None)
     if not isinstance(output, list):
         raise unusable_reply(response, "a response without output", key)
