@@ -2657,3 +2657,39 @@ async def test_a_react_agents_tool_event_carries_an_mcp_tools_structured_content
     assert resumed[-1].message is not None and resumed[-1].message.content == "done"
     [kept] = [m for m in run_messages(resuming) if m.name == "forecast"]
     assert kept.metadata["structured"] == expected
+
+
+async def test_a_cancelled_listings_id_is_not_kept_for_the_connections_life(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ids of ``tools/list`` requests not answered yet are kept per connection, for their
+    answers to be filtered (``_WatchedReadStream``); one never answered, its listing cancelled
+    (or timed out: the client sends the same ``notifications/cancelled`` then), stayed there for
+    the connection's life, one more for each such listing. The cancellation drops it."""
+    import adk.mcp._session as session_module
+
+    writers: list[Any] = []
+
+    class Recorded(session_module._WatchedWriteStream):
+        def __init__(self, inner: Any, listings: set[Any]) -> None:
+            super().__init__(inner, listings)
+            writers.append(self)
+
+    monkeypatch.setattr(session_module, "_WatchedWriteStream", Recorded)
+    toolset = MCPToolset(stdio(env={"DEMO_STALL_LISTINGS": "1"}), call_timeout=30)
+    try:
+        listing = asyncio.create_task(toolset.tools())
+
+        async def sent() -> None:
+            while not (writers and writers[0]._listings):
+                await asyncio.sleep(0.005)
+
+        await asyncio.wait_for(sent(), 30)
+        listing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await listing
+        assert "add" in await names(toolset)  # the next listing is answered, on that connection
+        assert len(writers) == 1
+        assert writers[0]._listings == set()
+    finally:
+        await toolset.aclose()
