@@ -2669,22 +2669,23 @@ async def test_a_cancelled_listings_id_is_not_kept_for_the_connections_life(
     import adk.mcp._session as session_module
 
     writers: list[Any] = []
+    listed = asyncio.Event()
 
     class Recorded(session_module._WatchedWriteStream):
         def __init__(self, inner: Any, listings: set[Any]) -> None:
             super().__init__(inner, listings)
             writers.append(self)
 
+        async def send(self, item: Any) -> None:
+            await super().send(item)
+            if self._listings:
+                listed.set()
+
     monkeypatch.setattr(session_module, "_WatchedWriteStream", Recorded)
     toolset = MCPToolset(stdio(env={"DEMO_STALL_LISTINGS": "1"}), call_timeout=30)
     try:
         listing = asyncio.create_task(toolset.tools())
-
-        async def sent() -> None:
-            while not (writers and writers[0]._listings):
-                await asyncio.sleep(0.005)
-
-        await asyncio.wait_for(sent(), 30)
+        await asyncio.wait_for(listed.wait(), 30)  # the listing's request went out
         listing.cancel()
         with pytest.raises(asyncio.CancelledError):
             await listing

@@ -37,10 +37,12 @@ from mcp.client import Client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.types import (
     METHOD_NOT_FOUND,
     Implementation,
     JSONRPCError,
+    JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
     PromptListChangedNotification,
@@ -433,6 +435,17 @@ class _WatchedWriteStream:
         message = getattr(item, "message", None)
         if type(message) is JSONRPCRequest and message.method == "tools/list":
             self._listings.add(coerce_request_id(message.id))
+        elif (
+            self._listings
+            and type(message) is JSONRPCNotification
+            and message.method == "notifications/cancelled"
+        ):
+            # The client gave up a request (cancelled, or timed out: the dispatcher says so to
+            # the server either way): a listing's answer will not be read, and its id, kept, was
+            # kept for the connection's life.
+            cancelled = cancelled_request_id_from_params(message.params)
+            if cancelled is not None:
+                self._listings.discard(coerce_request_id(cancelled))
         await self._inner.send(item)
 
     async def aclose(self) -> None:
