@@ -561,18 +561,24 @@ async def test_the_example_services_resume_that_fails_leaves_its_session_waiting
     assert _roles(asked[-1]) == _PAID_THEN_ASKED
 
 
+class _QuotaError(adk.ModelError):
+    """A model adapter's own kind of ``ModelError``."""
+
+
+@pytest.mark.parametrize("kind", [adk.ModelError, _QuotaError], ids=["ModelError", "subclass"])
 async def test_the_example_service_keeps_a_models_words_from_its_client(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: type[adk.ModelError]
 ) -> None:
     """A model's failure (a ModelError: its endpoint, model and the provider's words, which may
     name the account) was sent to the client in the stream's error event as it was; security.md
     says that message is the operator's. It is logged, and the client gets the type and words
-    of the service's own."""
-    example = _example_service("_chat_agent_service_model_words")
+    of the service's own. So is an adapter's own subclass of ModelError, which the service told
+    by its type's name and sent on as it was."""
+    example = _example_service(f"_chat_agent_service_model_words_{kind.__name__}")
     said = "HTTP 429: Rate limit reached for gpt-4o in organization org-Abc123 on tokens per min"
 
     def model(messages: list[adk.Message]) -> Any:
-        raise adk.ModelError(f"chat.completions call to http://llm.internal/v1 failed: {said}")
+        raise kind(f"chat.completions call to http://llm.internal/v1 failed: {said}")
 
     example.scripted = model
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
