@@ -610,7 +610,7 @@ async def _sse(
             yield _event("paused", event.to_dict()["action"]["interrupted"])
         else:
             data = event.to_dict()
-            if event.error is not None and event.error.type == "ModelError":
+            if isinstance(event.exception, adk.ModelError):  # an adapter's subclass too
                 # A model's failure names its endpoint and quotes its provider, whose words may
                 # name the account (OpenAI's rate limit names the organization): logged for the
                 # operator, the client told what it can act on. (The service's own failures, a
