@@ -3204,6 +3204,8 @@ async def test_a_call_cut_at_the_token_limit_is_answered_as_cut(
             finish_reason="length",
         ),
         Reply(tool_calls=[Call("add", '{"a": 5, "b": ')], finish_reason="length"),
+        # cut deep in nesting: past what json.loads recurses through (a RecursionError)
+        Reply(tool_calls=[Call("add", '{"a": ' + "[" * 100_000)], finish_reason="length"),
         Reply(text="ok"),
     )
     async with make_model(server, api) as model:
@@ -3213,9 +3215,10 @@ async def test_a_call_cut_at_the_token_limit_is_answered_as_cut(
     assert [m.metadata.get("finish_reason") for m in result.messages if m.tool_calls] == [
         "length",
         "length",
+        "length",
     ]
     answers = [m.content for m in result.messages if m.role == Role.TOOL]
-    assert len(answers) == 3
+    assert len(answers) == 4
     assert answers.count("3") == 1  # the whole call's (results come as calls end)
     for cut in (a for a in answers if a != "3"):
         assert "cut at its token limit" in cut, cut
