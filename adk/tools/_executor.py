@@ -154,7 +154,7 @@ def cut_calls(reply: Message, calls: Sequence[ToolCall]) -> dict[str, Tool] | No
     for call in calls:
         try:
             json.loads(call.arguments or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # cut deep in nesting: past json's recursion
             cut = cut if cut is not None else {}
             cut[call.id] = _CutCall(call.name)
     return cut
