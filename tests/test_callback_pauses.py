@@ -939,3 +939,31 @@ async def test_a_later_call_at_the_same_address_is_asked_afresh(tmp_path: Path) 
         ("gate", "call_0-1", ("resumed", "go")),
         ("gate", "call_0-1", ("resumed", "go")),
     ]
+
+
+async def test_a_call_cut_at_the_token_limit_and_paused_by_a_gate_is_answered_as_cut_on_resume(
+    tmp_path: Path,
+) -> None:
+    """A reply cut at its token limit in a call's arguments: the call is answered as cut, not run
+    (``cut_calls``). A ``before_tool`` gate that pauses it first, approved, resumed it with the
+    tool itself, which said only "invalid JSON arguments"; the resume answers it as cut too."""
+    desk = Desk()
+    cut = Message.assistant("", [ToolCall(id="c1", name="book", arguments='{"destination": "Lis')])
+    cut.metadata["finish_reason"] = "length"
+
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        def reply(messages: list[Message]) -> Message | str:
+            if messages[-1].role == "tool":
+                return messages[-1].content
+            return cut.model_copy(deep=True)
+
+        agent = ReActAgent("travel", ScriptedModel(reply), tools=desk.tools)
+        return Runner(agent, store, callbacks=[Callbacks(before_tool=desk.gate)])
+
+    db = tmp_path / "cp.db"
+    paused = await step(db, make, None, None)
+    assert infos(paused) == [{"confirm": "book"}]
+    assert paused.interrupt is not None
+    result = await step(db, make, paused.interrupt.checkpoint_id, "go")
+    assert "cut at its token limit" in result.text and "max_tokens" in result.text, result.text
+    assert desk.ran == [] and [s for s in desk.seen if s[0] == "book"] == []
