@@ -479,7 +479,11 @@ class _ReActCore:
                     record_entry(d.call.id, d.tool_name, d.message, d.action) for d in recorded
                 ]
                 tally.settles = settles
-        rounds = self._round(turn, tally, recorded)
+        # A cut call paused by a callback (a before_tool gate) is answered as cut on resume
+        # too: the reply its calls came in is the conversation's last tool-calling message.
+        reply = next((m for m in reversed(turn.messages) if m.tool_calls), None)
+        cut = None if reply is None else cut_calls(reply, calls)
+        rounds = self._round(turn, tally, recorded, cut)
         try:
             async for event in rounds:
                 yield event
