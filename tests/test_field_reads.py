@@ -91,6 +91,9 @@ def test_a_tool_round_reads_its_call_once_before_the_tool_runs(
         # once for the call ids they hold, and the new call's id once, to give it one of its own
         # if an earlier call holds it (a point id names one call: docs/interrupts.md).
         ("Message", "tool_calls", "calls_seen"): 1,
+        # A reply with calls: its metadata once, for a finish reason saying it was cut at its
+        # token limit (a call's arguments cut there are answered as cut: docs/tools.md).
+        ("Message", "metadata", "cut_calls"): 1,
         ("ToolCall", "id", "own_call_ids"): 1,
         ("ToolCall", "name", "lone_call"): 1,
         ("ToolCall", "name", "run_tool_call"): 2,
