@@ -237,6 +237,9 @@ class OpenAIServer:
     refuse (any but ``^[a-zA-Z0-9_-]+$``, or longer than 64 as some proxies check), as OpenRouter
     passes Anthropic's 400 on ("Provider returned error", its answer in ``metadata.raw``:
     "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'").
+    ``"openai"`` refuses an id as OpenAI's own API does, by its length only: more than 40
+    characters in a Chat request, more than 64 as a Responses ``call_id`` ("Invalid
+    'input[3].call_id': string too long. Expected a string with maximum length 64, ...").
 
     ``thought_signatures`` answers as Gemini 3 does through its OpenAI endpoint: the first tool
     call of each answer carries a thought signature (``Reply.signature``), and a Chat request
@@ -462,6 +465,11 @@ class OpenAIServer:
                 return True
         if self.tool_ids == "anthropic":
             refused_id = _bad_anthropic_id(body)
+            if refused_id is not None:
+                await self._send_json(writer, 400, refused_id)
+                return True
+        elif self.tool_ids == "openai":
+            refused_id = _long_openai_id(body)
             if refused_id is not None:
                 await self._send_json(writer, 400, refused_id)
                 return True
@@ -843,6 +851,38 @@ def _bad_mistral_id(body: Any, style: str) -> dict[str, Any] | None:
 
 
 _ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _long_openai_id(body: Any) -> dict[str, Any] | None:
+    """The 400 document of OpenAI's API refusing a tool-call id for its length (see
+    ``OpenAIServer.tool_ids``), or None when every id of the Chat or Responses request passes."""
+    places: list[tuple[str, object, int]] = []
+    if isinstance(body, dict):
+        for index, message in enumerate(body.get("messages") or ()):
+            for number, call in enumerate(message.get("tool_calls") or ()):
+                places.append((f"messages[{index}].tool_calls[{number}].id", call.get("id"), 40))
+            if message.get("role") == "tool":
+                places.append((f"messages[{index}].tool_call_id", message.get("tool_call_id"), 40))
+        items = body.get("input")
+        for index, item in enumerate(items if isinstance(items, list) else ()):
+            if item.get("type") in ("function_call", "function_call_output"):
+                places.append((f"input[{index}].call_id", item.get("call_id"), 64))
+    for where, call_id, most in places:
+        if not isinstance(call_id, str) or len(call_id) <= most:
+            continue
+        said = (
+            f"Invalid '{where}': string too long. Expected a string with maximum length {most}, "
+            f"but got a string with length {len(call_id)} instead."
+        )
+        return {
+            "error": {
+                "message": said,
+                "type": "invalid_request_error",
+                "param": where,
+                "code": "string_above_max_length",
+            }
+        }
+    return None
 
 
 def _bad_anthropic_id(body: Any) -> dict[str, Any] | None:

@@ -114,6 +114,29 @@ async def test_a_history_holding_ids_another_provider_refuses_goes_through(api: 
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_id_longer_than_openai_takes_goes_again_made_to_fit(api: str) -> None:
+    """OpenAI's own API refuses an id longer than 40 characters in a Chat request (64 as a
+    Responses ``call_id``), saying so in its own words ("Invalid 'input[3].call_id': string too
+    long"): a history holding one from another provider went through before ids went as they are
+    (each made to fit, 35 characters at most), and was then refused for good; it goes again made
+    to fit, and so from then on."""
+    own = "call_Xq7bH2kLm9Pz0aRtY3uVwE1s"
+    long = "functions.lookup_the_weather_in_a_city_of_the_world:" + "7" * 30
+    history = _history(own, long)
+    server = OpenAIServer(tool_ids="openai", default=Reply(text="the same"))
+    async with server, wire_model(server, api) as model:
+        first = await model.generate(history)
+        second = await model.generate([*history, first, Message.user("once more?")])
+    assert first.content == second.content == "the same"
+    assert len(server.requests) == 3  # the first refused, once
+    refused, *sent = [_sent_ids(body) for body in server.bodies]
+    assert [i for _, i in refused] == [own, long, own, long]  # as they are, until refused
+    for ids in sent:
+        assert ids[0] == ("call", own) and ids[2] == ("result", own)  # one that fits, as it is
+        assert ids[1][1] == ids[3][1] != long and len(ids[1][1]) <= 40 and FITS.fullmatch(ids[1][1])
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_a_run_whose_server_reuses_ids_goes_to_a_provider_taking_only_fitting_ids(
     api: str,
 ) -> None:
@@ -252,6 +275,20 @@ def test_what_a_reply_saved_before_keeps_under_an_old_form_id_goes_back_on_its_c
             True,
         ),
         ("messages.3.content.0.tool_result.tool_use_id: String should have at most 64", True),
+        # OpenAI's own, of an id's length (Chat: 40 at most; Responses: 64)
+        (
+            "Invalid 'messages[2].tool_calls[0].id': string too long. Expected a string with "
+            "maximum length 40, but got a string with length 81 instead.",
+            True,
+        ),
+        (
+            "Invalid 'input[95].call_id': string too long. Expected a string with maximum "
+            "length 64, but got a string with length 116 instead.",
+            True,
+        ),
+        ("Invalid 'messages[3].tool_call_id': string too long. Expected ...", True),
+        ("Invalid 'messages[1].content': string too long. Expected a string with ...", False),
+        ("Invalid 'input[2].name': string too long. Expected a string with ...", False),
         ("messages.1.content.0.tool_use.input: Input should be a valid dictionary", False),
     ],
 )
