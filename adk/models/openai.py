@@ -651,7 +651,8 @@ class OpenAIChatModel(SharedCloseable):
         pyadk's own ``call_0``), which then go as ``short_call_id`` makes them; Anthropic and AWS
         Bedrock (behind OpenRouter, LiteLLM or another proxy, Chat or Responses) refuse one but
         ``^[a-zA-Z0-9_-]{1,64}$`` (an earlier pyadk's ``call_0~1``, Kimi's ``functions.add:0``),
-        which then go as ``wire_call_ids`` makes them (ids go as they are until then: Kimi K2
+        and OpenAI itself one longer than 40 (Chat) or 64 (Responses' ``call_id``), which then
+        go as ``wire_call_ids`` makes them (ids go as they are until then: Kimi K2
         reads its own back, and answers in the form the history's ids have); and a message
         field it does not know (422 ``extra_forbidden``), such as what replies of Gemini or
         OpenRouter keep to be sent back (``KEPT_FIELDS``), which is then left out.
@@ -1348,17 +1349,23 @@ def _sent_short_ids(request: dict[str, Any]) -> bool:
 # should match pattern '^[a-zA-Z0-9_-]+$'" (or "... should have at most 64 characters", and
 # tool_result.tool_use_id alike); AWS Bedrock's: "Value '...' at 'messages.1.member.content.1.
 # member.toolUse.toolUseId' failed to satisfy constraint: Member must satisfy regular expression
-# pattern: [a-zA-Z0-9_-]+" (or "... must have length less than or equal to 64").
+# pattern: [a-zA-Z0-9_-]+" (or "... must have length less than or equal to 64"). OpenAI's own, of
+# an id's length (at most 40 in a Chat request, 64 as a Responses call_id): "Invalid
+# 'messages[2].tool_calls[0].id': string too long. Expected a string with maximum length 40, ..."
+# (or 'messages[3].tool_call_id', 'input[5].call_id'); ids made to fit are 35 at most.
 _FITTING_IDS_WANTED = re.compile(
     r"(?:tool_use\.id|tool_use_id)\W{1,4}string should (?:match pattern|have at most 64)"
-    r"|tooluseid\W.{0,80}?failed to satisfy constraint",
+    r"|tooluseid\W.{0,80}?failed to satisfy constraint"
+    r"|'(?:messages\[\d+\]\.(?:tool_calls\[\d+\]\.id|tool_call_id)|input\[\d+\]\.call_id)'"
+    r"\W{1,4}string too long",
     re.IGNORECASE,
 )
 
 
 def _wants_fitting_ids(exc: BaseException | None) -> bool:
     """Whether a server's answer refuses a tool-call id for not being letters, digits, ``_`` and
-    ``-``, 1 to 64 of them (Anthropic's or Bedrock's 400, also behind a proxy)."""
+    ``-``, 1 to 64 of them (Anthropic's or Bedrock's 400, also behind a proxy), or for its length
+    (OpenAI's own 400)."""
     return _refusal_says(exc, _FITTING_IDS_WANTED)
 
 
