@@ -469,3 +469,40 @@ async def test_a_cancellation_requested_but_not_yet_delivered_when_a_run_starts_
     outcome = asyncio.ensure_future(request())
     await asyncio.wait([outcome])
     assert outcome.cancelled(), outcome.result()
+
+
+@pytest.mark.parametrize("in_cleanup", [False, True])
+async def test_a_timeout_expiring_as_a_run_starts_is_a_timeout_at_the_caller(
+    in_cleanup: bool,
+) -> None:
+    """``asyncio.timeout(0)`` cancels its task from a callback, before the run's first step
+    ends: the run is cancelled (it does not answer), and the caller sees ``TimeoutError``, in a
+    cleanup too (the cleanup's cancellation stays the cleanup's, the timeout's is the run's)."""
+
+    @tool
+    async def step() -> str:
+        """Suspends once."""
+        await asyncio.sleep(0)
+        return "stepped"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("step", {})]), "answered"])
+    runner = Runner(ReActAgent("agent", model, tools=[step]))
+
+    async def timed() -> Any:
+        async with asyncio.timeout(0):
+            return (await runner.invoke("go")).text
+
+    async def request() -> Any:
+        if not in_cleanup:
+            return await timed()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return await timed()
+
+    outcome = asyncio.ensure_future(request())
+    await asyncio.sleep(0)
+    if in_cleanup:
+        outcome.cancel()
+    await asyncio.wait([outcome])
+    assert isinstance(outcome.exception(), TimeoutError), outcome
