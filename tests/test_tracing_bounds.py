@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
 from adk import RunError, Runner
+from adk.messages import Message, ToolCall
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tools import tool
 from adk.tracing import CAPTURE_CONTENT_ENV
@@ -252,3 +253,26 @@ async def test_a_records_str_key_with_a_lone_surrogate_is_an_encodable_attribute
     assert _unencodable(exporter.get_finished_spans()) == []
     (root,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent keyed"]
     assert (root.attributes or {})["adk.record.key"] == "user\\ud83d"
+
+
+async def test_a_made_up_tool_name_in_a_call_cut_at_the_token_limit_is_no_span_name(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # A call cut at the token limit (``cut_calls``) was answered by a stand-in named after the
+    # call, which the tracer took for a tool the agent has: a name the model made up became a
+    # span name ("execute_tool <the name>", unbounded, unencodable) after all.
+    made_up = "evil\x1b[31m\nname\ud800" + "x" * 5000
+    calls = [
+        ToolCall(id=f"c{i}", name=n, arguments='{"a": 1, "b')
+        for i, n in enumerate([made_up, "add"])
+    ]
+    cut = Message.assistant("", calls)
+    cut.metadata["finish_reason"] = "length"
+    model = ScriptedModel([cut, "done"])
+    async with Runner(ReActAgent("r", model, tools=[add]), tracer_provider=provider) as runner:
+        result = await runner.invoke("go")
+    names = sorted(s.name for s in _tool_spans(exporter))
+    assert names == ["execute_tool", "execute_tool add"], [n[:40] for n in names]
+    answers = [m.content for m in result.messages if m.role == "tool"]
+    assert "unknown tool" in answers[0] and "available tools: add" in answers[0], answers[0]
+    assert "cut at its token limit" in answers[1], answers[1]  # a tool it has: answered as cut
