@@ -482,7 +482,7 @@ class _ReActCore:
         # A cut call paused by a callback (a before_tool gate) is answered as cut on resume
         # too: the reply its calls came in is the conversation's last tool-calling message.
         reply = next((m for m in reversed(turn.messages) if m.tool_calls), None)
-        cut = None if reply is None else cut_calls(reply, calls)
+        cut = None if reply is None else cut_calls(reply, calls, turn.tools)
         rounds = self._round(turn, tally, recorded, cut)
         try:
             async for event in rounds:
@@ -933,7 +933,7 @@ class _ReActCore:
             tally = _new_round(calls, [])
             # Calls the reply's cut at its token limit left without whole arguments: answered
             # so, not run with what came of them (``cut_calls``).
-            cut = cut_calls(reply, calls)
+            cut = cut_calls(reply, calls, turn.tools)
             call = lone_call(calls, turn.tools)
             if call is not None:
                 # One call whose tool forwards no events, the common case: awaited here, as the

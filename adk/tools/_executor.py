@@ -144,14 +144,20 @@ class _CutCall:
         )
 
 
-def cut_calls(reply: Message, calls: Sequence[ToolCall]) -> dict[str, Tool] | None:
+def cut_calls(
+    reply: Message, calls: Sequence[ToolCall], tools: Mapping[str, Tool]
+) -> dict[str, Tool] | None:
     """The calls of ``reply`` whose arguments its cut at the token limit left unparseable, by id,
     each answered by a ``_CutCall`` (an ``instead`` of ``execute_tool_calls``); None when the
-    reply was not cut, or no call was cut. Whole calls of a cut reply run as any call does."""
+    reply was not cut, or no call was cut. Whole calls of a cut reply run as any call does, and
+    a call to a tool not in ``tools`` is answered as any such call (``_UnknownTool``): whole
+    arguments would not make it run, and its name, the model's own, is kept off span names."""
     if reply.metadata.get("finish_reason") != "length":
         return None
     cut: dict[str, Tool] | None = None
     for call in calls:
+        if call.name not in tools:
+            continue
         try:
             json.loads(call.arguments or "{}")
         except (ValueError, RecursionError):  # cut deep in nesting: past json's recursion
