@@ -3225,3 +3225,35 @@ async def test_a_call_cut_at_the_token_limit_is_answered_as_cut(
         assert "max_tokens" in cut, cut
         assert "'add'" in cut, cut
     assert ran == [3]  # the cut calls did not run
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_call_cut_at_the_token_limit_before_its_arguments_is_answered_as_cut(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    """A reply cut at its token limit right after its last call's name, none of its arguments
+    come: the adapter made them ``{}``, as for a call without arguments, and the tool ran with
+    its defaults, which the model never chose. The call is answered as cut; a whole call with
+    ``{}`` of a reply that was not cut runs."""
+    ran: list[str] = []
+
+    @tool
+    def wipe(scope: str = "all") -> str:
+        """Wipe a scope."""
+        ran.append(scope)
+        return f"wiped {scope}"
+
+    server.script(
+        Reply(tool_calls=[Call("wipe", "")], finish_reason="length"),
+        Reply(tool_calls=[Call("wipe", "{}")]),
+        Reply(text="ok"),
+    )
+    async with make_model(server, api) as model:
+        runner = Runner(ReActAgent("w", model, tools=[wipe]), enable_streaming=streaming)
+        result = await runner.invoke("wipe")
+    assert result.text == "ok"
+    answers = [m.content for m in result.messages if m.role == Role.TOOL]
+    assert "cut at its token limit" in answers[0] and "'wipe'" in answers[0], answers[0]
+    assert answers[1:] == ["wiped all"]
+    assert ran == ["all"]  # only the whole call ran
