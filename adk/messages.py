@@ -124,7 +124,10 @@ class _JSONText:
 
 
 class ToolCall(BaseModel):
-    """A tool invocation requested by the model; ``arguments`` is raw JSON text."""
+    """A tool invocation requested by the model; ``arguments`` is raw JSON text. The model
+    adapters (and ``join_chunks``) give empty arguments as ``{}``, except the last call's of a
+    reply cut at its token limit (``finish_reason`` ``length``), which stay empty: the reply
+    was cut before any of them came, and a ``ReActAgent`` answers the call as cut."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -535,6 +538,8 @@ def join_chunks(chunks: Iterable[MessageChunk]) -> Message:
         )
         for index, slot in sorted(calls.items())
     ]
+    if finish_reason == "length" and tool_calls and not calls[max(calls)][2]:
+        tool_calls[-1].arguments = ""  # cut before any of its arguments came: see ToolCall
     message = Message.assistant(
         "".join(content), tool_calls, usage=usage, reasoning="".join(reasoning) or None
     )

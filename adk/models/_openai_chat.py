@@ -338,28 +338,34 @@ def chat_request(
     return request
 
 
-def _tool_calls(raw: object) -> tuple[list[ToolCall], dict[str, Any] | None]:
+def _tool_calls(raw: object, cut: bool = False) -> tuple[list[ToolCall], dict[str, Any] | None]:
     """The calls of a message's ``tool_calls``, and what the server put on them to be sent back
     (:data:`EXTRA_CONTENT`), by the id each call has once ids are made unique
-    (``_unique_call_ids``: two calls may share one), or None."""
+    (``_unique_call_ids``: two calls may share one), or None. Empty arguments are ``{}``, but
+    the last call's of a reply ``cut`` at its token limit (see ``ToolCall``)."""
     calls: list[ToolCall] = []
     extras: dict[int, Any] | None = None  # by the call's place
+    blank = False  # whether the last call's arguments came empty
     for position, call in enumerate(raw if isinstance(raw, list) else ()):
         function = getattr(call, "function", None)
         if function is None:  # a non-function ("custom") tool call: not ours to run
             continue
         call_id = text_of(getattr(call, "id", None)) or f"call_{position}"
+        arguments = arguments_text(getattr(function, "arguments", None))
+        blank = not arguments
         calls.append(
             ToolCall(
                 id=call_id,
                 name=text_of(getattr(function, "name", None)),
-                arguments=arguments_text(getattr(function, "arguments", None)) or "{}",
+                arguments=arguments or "{}",
             )
         )
         extra = field_of(call, "extra_content")
         if extra is not None:
             extras = extras or {}
             extras[len(calls) - 1] = extra
+    if cut and blank:
+        calls[-1].arguments = ""
     if extras is None:
         return calls, None
     ids = _unique_call_ids([call.id for call in calls])
@@ -396,7 +402,8 @@ def chat_message(completion: Any, key: str | None = None, *, origin: str | None 
     if isinstance(content, list):
         content, thinking = content_parts(content)
         reasoning += thinking
-    calls, extras = _tool_calls(getattr(raw, "tool_calls", None))
+    finish = getattr(choice, "finish_reason", None)
+    calls, extras = _tool_calls(getattr(raw, "tool_calls", None), finish == "length")
     message = Message.assistant(
         text_of(content),
         calls,
@@ -410,7 +417,6 @@ def chat_message(completion: Any, key: str | None = None, *, origin: str | None 
         message.metadata[REASONING_DETAILS] = details
     if origin is not None and (extras is not None or REASONING_DETAILS in message.metadata):
         message.metadata[KEPT_FROM] = origin
-    finish = getattr(choice, "finish_reason", None)
     if isinstance(finish, str):
         message.metadata["finish_reason"] = finish
     refusal = getattr(raw, "refusal", None)

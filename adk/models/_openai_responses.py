@@ -274,24 +274,30 @@ def responses_message(response: Any, key: str | None = None) -> Message:
     if not isinstance(output, list):
         raise unusable_reply(response, "a response without output", key)
     calls: list[ToolCall] = []
+    blank = False  # whether the last call's arguments came empty: see ToolCall
     for item in output:
         if getattr(item, "type", None) == "function_call":
+            arguments = arguments_text(getattr(item, "arguments", None))
+            blank = not arguments
             calls.append(
                 ToolCall(
                     id=text_of(getattr(item, "call_id", None))
                     or text_of(getattr(item, "id", None))
                     or f"call_{len(calls)}",
                     name=text_of(getattr(item, "name", None)),
-                    arguments=arguments_text(getattr(item, "arguments", None)) or "{}",
+                    arguments=arguments or "{}",
                 )
             )
+    finish = _finish_reason(response, bool(calls))
+    if finish == "length" and calls and blank:  # cut before any of its arguments came
+        calls[-1].arguments = ""
     message = Message.assistant(
         _output_text(response),
         calls,
         usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
         reasoning=_output_reasoning(response) or None,
     )
-    message.metadata["finish_reason"] = _finish_reason(response, bool(calls))
+    message.metadata["finish_reason"] = finish
     refusal = _output_refusal(response)
     if refusal:
         message.metadata["refusal"] = refusal

@@ -159,7 +159,8 @@ def cut_calls(
         if call.name not in tools:
             continue
         try:
-            json.loads(call.arguments or "{}")
+            # Empty: cut before any of them came (the adapters give a whole call's as ``{}``).
+            json.loads(call.arguments)
         except (ValueError, RecursionError):  # cut deep in nesting: past json's recursion
             cut = cut if cut is not None else {}
             cut[call.id] = _CutCall(call.name)
