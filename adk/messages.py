@@ -503,7 +503,9 @@ def join_chunks(chunks: Iterable[MessageChunk]) -> Message:
     non-empty value wins, because some servers repeat the name in every fragment) and argument text is
     concatenated. The last usage seen wins (servers report cumulative usage in the final chunk).
     Chunk metadata is merged in order (a later chunk's key wins); ``finish_reason`` comes from the
-    chunks' ``finish_reason`` fields.
+    chunks' ``finish_reason`` fields. A call none of whose arguments came has ``{}``, but the
+    last call of a reply cut at its token limit (``length``), whose arguments stay empty (see
+    ``ToolCall``).
     """
     content: list[str] = []
     reasoning: list[str] = []
