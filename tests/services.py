@@ -80,6 +80,33 @@ class PostgresServer:
     def dsn(self) -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{self.database}"
 
+    async def new_database(self, prefix: str) -> str:
+        """The DSN of a new, empty database of this server, named ``prefix`` and a random tail:
+        for a test that must see what a command creates (or does not) in a database of its own."""
+        import uuid
+
+        import asyncpg
+
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        admin = await asyncpg.connect(self.dsn)
+        try:
+            await admin.execute(f"CREATE DATABASE {name}")
+        finally:
+            await admin.close()
+        return self.dsn.rsplit("/", 1)[0] + f"/{name}"
+
+
+async def public_tables(dsn: str) -> set[str]:
+    """The names of the tables in the ``public`` schema of the database ``dsn`` names."""
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    finally:
+        await conn.close()
+    return {row[0] for row in rows}
+
 
 def find_redis_server() -> str | None:
     """Path of ``redis-server``, or None."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from pydantic import BaseModel
-from services import PostgresServer, RedisServer, closed_port
+from services import PostgresServer, RedisServer, closed_port, public_tables
 
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner, cli, register_type
 from adk.checkpoint import (
@@ -281,25 +281,13 @@ async def test_postgres_is_only_read_and_a_table_of_another_name_is_reached(
     operator's role that can only read. It reads now: a missing table is an error naming it,
     nothing is created, a read-only role can show and list, and ``--table`` reaches a store
     made with another table name."""
-    database = f"cli_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(postgres_server.dsn)
-    await admin.execute(f"CREATE DATABASE {database}")
-    await admin.close()
-    dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{database}"
-
-    async def tables() -> set[str]:
-        conn = await asyncpg.connect(dsn)
-        try:
-            rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-        finally:
-            await conn.close()
-        return {row[0] for row in rows}
+    dsn = await postgres_server.new_database("cli")
 
     for args in (["list"], ["show", "c-1"]):
         done = _pyadk("checkpoint", *args, "--postgres", dsn)
         assert done.returncode == 1 and "Traceback" not in done.stderr
         assert 'relation "pyadk_checkpoints" does not exist' in done.stderr
-    assert await tables() == set()
+    assert await public_tables(dsn) == set()
 
     async with PostgresCheckpointStore(dsn, table="approvals") as store:
         result = await Runner(_Asks("asker"), checkpoint_store=store).invoke(
@@ -322,7 +310,7 @@ async def test_postgres_is_only_read_and_a_table_of_another_name_is_reached(
     listed = _pyadk("checkpoint", "list", "--postgres", as_reader, "--table", "approvals")
     assert listed.returncode == 0, listed.stderr
     assert [json.loads(line)["checkpoint_id"] for line in listed.stdout.splitlines()] == ["c-1"]
-    assert await tables() == {"approvals", "approvals_claims"}
+    assert await public_tables(dsn) == {"approvals", "approvals_claims"}
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
-from services import PostgresServer, RedisServer
+from services import PostgresServer, RedisServer, public_tables
 
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner, cli
 from adk.checkpoint import PostgresCheckpointStore, RedisCheckpointStore, SQLiteCheckpointStore
@@ -395,26 +395,14 @@ async def test_delete_from_redis_under_a_claim(
 async def test_delete_from_postgres_creates_nothing_and_deletes_under_a_claim(
     postgres_server: PostgresServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    database = f"clidel_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(postgres_server.dsn)
-    await admin.execute(f"CREATE DATABASE {database}")
-    await admin.close()
-    dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{database}"
-
-    async def tables() -> set[str]:
-        conn = await asyncpg.connect(dsn)
-        try:
-            rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-        finally:
-            await conn.close()
-        return {row[0] for row in rows}
+    dsn = await postgres_server.new_database("clidel")
 
     def delete(checkpoint_id: str) -> int:
         return cli.main(["checkpoint", "delete", checkpoint_id, "--postgres", dsn, "--yes"])
 
     assert await asyncio.to_thread(delete, "c-1") == 1
     assert 'relation "pyadk_checkpoints" does not exist' in capsys.readouterr().err
-    assert await tables() == set()
+    assert await public_tables(dsn) == set()
 
     async with PostgresCheckpointStore(dsn) as store:
         await _pause(store, "c-1", "c-2", "c-3")
@@ -422,7 +410,7 @@ async def test_delete_from_postgres_creates_nothing_and_deletes_under_a_claim(
     await conn.execute("DROP TABLE pyadk_checkpoints_claims")  # a table made by hand, say
     await conn.close()
     assert await asyncio.to_thread(delete, "c-3") == 0  # the claims table made, as a store does
-    assert await tables() == {"pyadk_checkpoints", "pyadk_checkpoints_claims"}
+    assert await public_tables(dsn) == {"pyadk_checkpoints", "pyadk_checkpoints_claims"}
     async with PostgresCheckpointStore(dsn) as store:
         assert await store.claim("c-2", "worker-7")
     assert [await asyncio.to_thread(delete, id) for id in ("c-1", "c-2")] == [0, 1]
@@ -448,7 +436,7 @@ async def test_delete_from_postgres_creates_nothing_and_deletes_under_a_claim(
         err = capsys.readouterr().err
         assert '"pyadk_checkpoints_claims"' in err and "permission denied" in err
         assert "create" in err and "Traceback" not in err
-        assert await tables() == {"pyadk_checkpoints"}
+        assert await public_tables(dsn) == {"pyadk_checkpoints"}
     finally:
         await conn.execute(f"DROP OWNED BY {role}")
         await conn.execute(f"DROP ROLE {role}")

@@ -10,7 +10,6 @@ import contextlib
 import sqlite3
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -67,13 +66,7 @@ async def test_sqlite_takes_its_own_table(tmp_path: Path) -> None:
 @pytest.fixture
 async def database(postgres_server: PostgresServer) -> AsyncIterator[str]:
     """The DSN of a new, empty database."""
-    name = f"foreign_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(postgres_server.dsn)
-    try:
-        await admin.execute(f"CREATE DATABASE {name}")
-    finally:
-        await admin.close()
-    yield postgres_server.dsn.rsplit("/", 1)[0] + f"/{name}"
+    yield await postgres_server.new_database("foreign")
 
 
 @pytest.mark.parametrize("kind", FOREIGN)
